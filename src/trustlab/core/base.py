@@ -1,0 +1,106 @@
+"""The Method base class: the contract every paper's reusable object follows (DESIGN section 3).
+
+* Hyper-parameters are keyword-only ``__init__`` arguments stored unchanged; ``__init__`` does no work.
+* ``_constraints`` holds one rule list per parameter; the public verb validates them.
+* Public verbs are final: a role class (:mod:`trustlab.core.roles`) defines them once (validate, seed,
+  call the private ``_verb``, record state) and a paper module writes only the private part. Overriding
+  a public verb in a subclass raises ``TypeError`` at class-creation time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from trustlab.core.constraints import validate_params
+from trustlab.core.seeding import as_generator, seed_everything
+
+__all__ = ["Method", "PaperInfo", "state_dict_hash"]
+
+
+@dataclass(frozen=True)
+class PaperInfo:
+    """Where a method comes from: the paper and the official code that was read."""
+
+    title: str
+    venue: str = "ICML 2025"
+    arxiv: str | None = None
+    repo: str | None = None
+    commit: str | None = None
+
+    def cite(self) -> str:
+        arx = f", arXiv:{self.arxiv}" if self.arxiv else ""
+        return f"{self.title} ({self.venue}{arx})"
+
+
+class Method(BaseEstimator):
+    """Base of every trustlab method object.
+
+    Subclasses set ``paper``, ``tags`` and ``_constraints`` and implement ``_get_test_params``.
+    """
+
+    paper: ClassVar[PaperInfo | None] = None
+    #: role: one of the roles in trustlab.core.roles; requires: extras needed; stochastic: uses randomness
+    tags: ClassVar[dict[str, Any]] = {"role": None, "requires": (), "stochastic": False}
+    _constraints: ClassVar[dict[str, list[Any]]] = {}
+    #: public verbs defined once by the role class; subclasses must not override them
+    _final_verbs: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("_is_role", False):
+            return
+        overridden = [v for v in cls._final_verbs if v in cls.__dict__]
+        if overridden:
+            raise TypeError(
+                f"{cls.__name__} overrides the public verb(s) {overridden}. Public verbs are final: "
+                f"implement the private '_{overridden[0]}' instead."
+            )
+
+    @classmethod
+    def _get_test_params(cls) -> list[dict[str, Any]]:
+        """Tiny parameter sets (< 2 s each on 2 cores) used by the common checks."""
+        return [{}]
+
+    @classmethod
+    def get_tags(cls) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__):
+            merged.update(getattr(klass, "tags", {}) if isinstance(getattr(klass, "tags", {}), dict) else {})
+        return merged
+
+    # -- helpers used by the role classes -------------------------------------------------------
+    def _validate_params(self) -> None:
+        validate_params(type(self).__name__, self.get_params(deep=False), self._constraints)
+
+    def _begin(self) -> np.random.Generator:
+        """Validate parameters and seed; returns the generator the private verb should use."""
+        self._validate_params()
+        random_state = getattr(self, "random_state", None)
+        if isinstance(random_state, int | np.integer):
+            seed_everything(int(random_state))
+        self._rng = as_generator(random_state if not isinstance(random_state, np.random.Generator)
+                                 else np.random.default_rng(random_state.integers(0, 2**32 - 1)))
+        return self._rng
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("_rng", None)
+        return state
+
+
+def state_dict_hash(model: Any) -> str:
+    """A SHA-256 over a torch module's state dict (names, dtypes, shapes and exact bytes)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().cpu().contiguous()
+        h.update(name.encode())
+        h.update(str(t.dtype).encode())
+        h.update(str(tuple(t.shape)).encode())
+        h.update(t.view(-1).view(dtype=__import__("torch").uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()

@@ -1,0 +1,310 @@
+"""Declarative parameter rules and the one validator that produces the template message.
+
+Each Method lists ``_constraints = {"param": [rule, ...]}``; a value is valid when it satisfies
+*any* rule of its list. ``None`` in a list means "None is allowed". Every rule can also generate a
+value that breaks it, which the common checks use to test that invalid values are refused.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable as _CallableABC
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.exceptions import ConfigError
+
+__all__ = [
+    "Constraint",
+    "Interval",
+    "Options",
+    "InstanceOf",
+    "Boolean",
+    "CallableRule",
+    "RandomStateRule",
+    "Satisfies",
+    "NONE",
+    "make_constraint",
+    "validate_params",
+    "validate_value",
+    "invalid_values",
+]
+
+_NOT_SET = object()
+
+
+class Constraint:
+    """Base class of a rule: ``is_satisfied_by(v)``, ``describe()`` and ``invalid_example()``."""
+
+    def is_satisfied_by(self, value: Any) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def invalid_examples(self) -> list[Any]:
+        """Values that break this rule (used to build values that break a whole rule list)."""
+        return [object()]
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+@dataclass(frozen=True)
+class Interval(Constraint):
+    """A number in an interval. ``kind`` is ``int``, ``float`` (a real, ints accepted) or "real"."""
+
+    kind: Any
+    left: float | None
+    right: float | None
+    closed: str = "both"  # "both", "left", "right", "neither"
+
+    def __post_init__(self) -> None:
+        if self.kind not in (int, float, "real"):
+            raise TypeError(f"Interval kind must be int, float or 'real'; got {self.kind!r}")
+        if self.closed not in ("both", "left", "right", "neither"):
+            raise ValueError(f"Interval closed must be both/left/right/neither; got {self.closed!r}")
+
+    def _type_ok(self, v: Any) -> bool:
+        return _is_int(v) if self.kind is int else _is_real(v)
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        if not self._type_ok(value):
+            return False
+        v = float(value)
+        if math.isnan(v):
+            return False
+        lo_closed = self.closed in ("both", "left")
+        hi_closed = self.closed in ("both", "right")
+        if self.left is not None and (v < self.left or (v == self.left and not lo_closed)):
+            return False
+        if self.right is not None and (v > self.right or (v == self.right and not hi_closed)):
+            return False
+        return True
+
+    def describe(self) -> str:
+        lb = "[" if (self.closed in ("both", "left") and self.left is not None) else "("
+        rb = "]" if (self.closed in ("both", "right") and self.right is not None) else ")"
+        lo = "-inf" if self.left is None else _fmt(self.left)
+        hi = "inf" if self.right is None else _fmt(self.right)
+        noun = "an int" if self.kind is int else "a float"
+        return f"{noun} in {lb}{lo}, {hi}{rb}"
+
+    def invalid_examples(self) -> list[Any]:
+        out: list[Any] = ["not-a-number"]
+        if self.left is not None:
+            out.append(self.left - 1 if self.kind is int else self.left - 1.0)
+            if self.closed in ("right", "neither"):
+                out.append(int(self.left) if self.kind is int else float(self.left))
+        if self.right is not None:
+            out.append(self.right + 1 if self.kind is int else self.right + 1.0)
+            if self.closed in ("left", "neither"):
+                out.append(int(self.right) if self.kind is int else float(self.right))
+        if self.kind is int:
+            out.append(1.5)
+        out.append(float("nan"))
+        return out
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+@dataclass(frozen=True)
+class Options(Constraint):
+    """One of a fixed set of values (usually strings)."""
+
+    values: tuple
+
+    def __init__(self, values: Iterable[Any]) -> None:
+        object.__setattr__(self, "values", tuple(values))
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        try:
+            return any(value == v and type(value) is type(v) for v in self.values)
+        except Exception:  # noqa: BLE001 - arrays etc. are simply not options
+            return False
+
+    def describe(self) -> str:
+        return "one of {" + ", ".join(repr(v) for v in self.values) + "}"
+
+    def invalid_examples(self) -> list[Any]:
+        return ["__invalid_option__", -12345]
+
+
+@dataclass(frozen=True)
+class InstanceOf(Constraint):
+    """An instance of one of the given types."""
+
+    types: tuple
+
+    def __init__(self, *types: type) -> None:
+        object.__setattr__(self, "types", tuple(types))
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        if bool not in self.types and isinstance(value, bool) and any(
+            t in (int, float, numbers.Integral, numbers.Real) for t in self.types
+        ):
+            return False
+        return isinstance(value, self.types)
+
+    def describe(self) -> str:
+        names = [getattr(t, "__name__", str(t)) for t in self.types]
+        return "an instance of " + " or ".join(f"'{n}'" for n in names)
+
+    def invalid_examples(self) -> list[Any]:
+        return [object(), "__invalid__", 3.25]
+
+
+class Boolean(Constraint):
+    """A bool (numpy bools included)."""
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, bool | np.bool_)
+
+    def describe(self) -> str:
+        return "a bool"
+
+    def invalid_examples(self) -> list[Any]:
+        return ["yes", 2]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Boolean)
+
+    def __hash__(self) -> int:
+        return hash("Boolean")
+
+
+class CallableRule(Constraint):
+    """A callable."""
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return callable(value)
+
+    def describe(self) -> str:
+        return "a callable"
+
+    def invalid_examples(self) -> list[Any]:
+        return ["__not_callable__"]
+
+
+class RandomStateRule(Constraint):
+    """``None``, an int in [0, 2**32 - 1], a numpy ``Generator`` or ``RandomState``."""
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        if value is None or isinstance(value, np.random.Generator | np.random.RandomState):
+            return True
+        return _is_int(value) and 0 <= int(value) <= 2**32 - 1
+
+    def describe(self) -> str:
+        return "None, an int in [0, 4294967295], a numpy Generator or RandomState"
+
+    def invalid_examples(self) -> list[Any]:
+        return [-1, "seed", 1.5]
+
+
+class Satisfies(Constraint):
+    """Any predicate with its own description, for rules the classes above cannot express."""
+
+    def __init__(self, predicate: _CallableABC[[Any], bool], description: str, invalid: list[Any]):
+        self.predicate, self.description, self.invalid = predicate, description, list(invalid)
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        try:
+            return bool(self.predicate(value))
+        except Exception:  # noqa: BLE001 - a predicate that errors means "not satisfied"
+            return False
+
+    def describe(self) -> str:
+        return self.description
+
+    def invalid_examples(self) -> list[Any]:
+        return self.invalid
+
+
+class _NoneRule(Constraint):
+    def is_satisfied_by(self, value: Any) -> bool:
+        return value is None
+
+    def describe(self) -> str:
+        return "None"
+
+    def invalid_examples(self) -> list[Any]:
+        return ["__not_none__"]
+
+
+NONE = _NoneRule()
+
+
+def make_constraint(rule: Any) -> Constraint:
+    """Turn shorthand into a Constraint: None, "boolean", "callable", "random_state", a type, a set."""
+    if isinstance(rule, Constraint):
+        return rule
+    if rule is None:
+        return NONE
+    if rule == "boolean":
+        return Boolean()
+    if rule == "callable":
+        return CallableRule()
+    if rule == "random_state":
+        return RandomStateRule()
+    if isinstance(rule, type):
+        return InstanceOf(rule)
+    if isinstance(rule, set | frozenset | list | tuple):
+        return Options(sorted(rule, key=repr))
+    raise TypeError(f"Cannot make a constraint from {rule!r}")
+
+
+def _describe_all(rules: list[Constraint]) -> str:
+    descs = [r.describe() for r in rules if r is not NONE]
+    text = descs[0] if len(descs) == 1 else ", ".join(descs[:-1]) + " or " + descs[-1] if descs else ""
+    if any(r is NONE for r in rules):
+        text = f"{text} or None" if text else "None"
+    return text
+
+
+def validate_value(owner: str, name: str, value: Any, rules: list[Any]) -> None:
+    """Raise :class:`ConfigError` with the template message unless ``value`` satisfies a rule."""
+    cons = [make_constraint(r) for r in rules]
+    if any(c.is_satisfied_by(value) for c in cons):
+        return
+    raise ConfigError(
+        f"The '{name}' parameter of {owner} must be {_describe_all(cons)}. Got {value!r} instead."
+    )
+
+
+def validate_params(owner: str, params: Mapping[str, Any], constraints: Mapping[str, list[Any]]) -> None:
+    """Validate every parameter that has rules; parameters without rules are not checked."""
+    for name, rules in constraints.items():
+        if rules == "no_validation":
+            continue
+        if name not in params:
+            continue
+        validate_value(owner, name, params[name], list(rules))
+
+
+def invalid_values(rules: list[Any]) -> list[Any]:
+    """Values that break *every* rule of the list (empty when none can be generated)."""
+    cons = [make_constraint(r) for r in rules]
+    candidates: list[Any] = []
+    for c in cons:
+        candidates.extend(c.invalid_examples())
+    candidates.extend([object(), "__trustlab_invalid__", -(10**9), float("nan")])
+    out, seen = [], set()
+    for v in candidates:
+        key = repr(v) if isinstance(v, str | int | float) else id(v)
+        if key in seen:
+            continue
+        if not any(c.is_satisfied_by(v) for c in cons):
+            seen.add(key)
+            out.append(v)
+    return out

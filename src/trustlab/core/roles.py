@@ -1,0 +1,398 @@
+"""Role classes: one final public verb set per role (DESIGN section 3).
+
+A paper's method subclasses one role and writes only the private verbs (``_fit``, ``_predict_proba``,
+``_transform``, ``_generate``, ``_aggregate``, ``_apply``, ``_audit``, ``_route``...). The public verb
+validates parameters and inputs, seeds, calls the private verb and records state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+
+from trustlab.core.base import Method
+from trustlab.core.exceptions import InputError, TrustlabError, UnsupportedModelError
+from trustlab.core.validation import (
+    check_array,
+    check_consistent_length,
+    check_is_fitted,
+    check_n_features,
+    check_X_y,
+)
+
+__all__ = [
+    "Predictor",
+    "Detector",
+    "Purifier",
+    "Attack",
+    "AttackResult",
+    "Aggregator",
+    "ModelEdit",
+    "EditHandle",
+    "Auditor",
+    "Router",
+    "ROLES",
+]
+
+
+class _TabularInputs:
+    """Default input handling: numeric 2-d arrays, feature count and names remembered at fit."""
+
+    _X_ndim: ClassVar[int | tuple[int, ...]] = 2
+
+    def _validate_X(self, X: Any, *, reset: bool) -> Any:
+        names = getattr(X, "columns", None)
+        arr = check_array(X, owner=type(self).__name__, ndim=self._X_ndim)
+        if reset:
+            self.n_features_in_ = arr.shape[1] if arr.ndim >= 2 else 1
+            if names is not None and all(isinstance(c, str) for c in names):
+                self.feature_names_in_ = np.asarray(list(names), dtype=object)
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        else:
+            check_n_features(self, arr)
+        return arr
+
+
+class Predictor(_TabularInputs, ClassifierMixin, Method):
+    """Classifier role: ``fit(X, y)``, ``predict(X)``, ``predict_proba(X)``.
+
+    Implement ``_fit(X, y)`` and ``_predict_proba(X)``; ``_predict`` defaults to the arg-max class.
+    ``y`` is encoded to ``0..n_classes-1`` before ``_fit``; ``classes_`` keeps the original labels.
+    Override ``_validate_X`` for non-tabular inputs (dialogues, series).
+    """
+
+    _is_role = True
+    _final_verbs = ("fit", "predict", "predict_proba")
+    tags: ClassVar[dict[str, Any]] = {"role": "predictor"}
+
+    def fit(self, X: Any, y: Any, **fit_params: Any) -> Predictor:
+        self._begin()
+        X = self._validate_X(X, reset=True)
+        _, y = check_X_y(np.zeros((len(X), 1)), y, owner=type(self).__name__)
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise InputError(
+                f"The 'y' argument of {type(self).__name__} must contain at least 2 classes. "
+                f"Got only {self.classes_.tolist()}."
+            )
+        self._fit(X, y_enc, **fit_params)
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "classes_")
+        X = self._validate_X(X, reset=False)
+        proba = np.asarray(self._predict_proba(X), dtype=np.float64)
+        if proba.shape != (len(X), len(self.classes_)):
+            raise TrustlabError(
+                f"{type(self).__name__}._predict_proba returned shape {proba.shape}; "
+                f"expected {(len(X), len(self.classes_))}."
+            )
+        return proba
+
+    def predict(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "classes_")
+        X = self._validate_X(X, reset=False)
+        return self.classes_[np.asarray(self._predict(X), dtype=int)]
+
+    def _predict(self, X: Any) -> np.ndarray:
+        """Encoded class indices; defaults to the arg-max of ``_predict_proba``."""
+        return np.asarray(self._predict_proba(X)).argmax(axis=1)
+
+    def _fit(self, X: Any, y: np.ndarray, **fit_params: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _predict_proba(self, X: Any) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Detector(_TabularInputs, Method):
+    """Detector role: ``fit(X, y=None)``, ``score_samples(X)`` (higher = more suspicious), ``predict(X)``.
+
+    Implement ``_fit`` (which must set ``threshold_``) and ``_score_samples``.
+    """
+
+    _is_role = True
+    _final_verbs = ("fit", "score_samples", "predict")
+    tags: ClassVar[dict[str, Any]] = {"role": "detector"}
+
+    def fit(self, X: Any, y: Any = None, **fit_params: Any) -> Detector:
+        self._begin()
+        X = self._validate_X(X, reset=True)
+        if y is not None:
+            X, y = check_X_y(X, y, owner=type(self).__name__, ndim=self._X_ndim)
+        self._fit(X, y, **fit_params)
+        if not hasattr(self, "threshold_"):
+            raise TrustlabError(f"{type(self).__name__}._fit must set 'threshold_'.")
+        return self
+
+    def score_samples(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "threshold_")
+        X = self._validate_X(X, reset=False)
+        return np.asarray(self._score_samples(X), dtype=np.float64).reshape(len(X))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """1 for flagged (score above ``threshold_``), 0 otherwise."""
+        return (self.score_samples(X) > self.threshold_).astype(int)
+
+    def _fit(self, X: Any, y: Any, **fit_params: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _score_samples(self, X: Any) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Purifier(_TabularInputs, Method):
+    """Purifier role: ``transform(X)`` returns an array of the same shape (and range, see tags)."""
+
+    _is_role = True
+    _final_verbs = ("transform",)
+    _X_ndim = (2, 3, 4)
+    tags: ClassVar[dict[str, Any]] = {"role": "purifier", "input_range": (0.0, 1.0)}
+
+    def transform(self, X: Any) -> np.ndarray:
+        self._begin()
+        X = check_array(X, owner=type(self).__name__, ndim=self._X_ndim)
+        out = np.asarray(self._transform(X))
+        if out.shape != X.shape:
+            raise TrustlabError(f"{type(self).__name__}._transform changed the shape {X.shape} -> {out.shape}.")
+        return out
+
+    def _transform(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass
+class AttackResult:
+    """What an attack produced: ``outputs`` per input, the ``cost`` spent on each (<= ``budget``)."""
+
+    outputs: Any
+    budget: float
+    cost: np.ndarray
+    success: np.ndarray
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success_rate(self) -> float:
+        return float(np.mean(self.success)) if len(self.success) else float("nan")
+
+
+class Attack(Method):
+    """Attack role: ``generate(inputs, budget) -> AttackResult``; each input's cost stays within budget."""
+
+    _is_role = True
+    _final_verbs = ("generate",)
+    tags: ClassVar[dict[str, Any]] = {"role": "attack"}
+
+    def generate(self, inputs: Any, budget: float) -> AttackResult:
+        self._begin()
+        if isinstance(budget, bool) or not isinstance(budget, int | float | np.integer | np.floating) \
+                or not np.isfinite(budget) or budget < 0:
+            raise InputError(
+                f"The 'budget' argument of {type(self).__name__}.generate must be a finite number >= 0. "
+                f"Got {budget!r} instead."
+            )
+        if inputs is None or (hasattr(inputs, "__len__") and len(inputs) == 0):
+            raise InputError(f"The 'inputs' argument of {type(self).__name__}.generate must be non-empty.")
+        result = self._generate(inputs, float(budget))
+        cost = np.asarray(result.cost, dtype=float)
+        if cost.size and float(cost.max()) > float(budget) + 1e-9:
+            raise TrustlabError(
+                f"{type(self).__name__} spent {cost.max()} > budget {budget}; this is a bug in the attack."
+            )
+        return result
+
+    def _generate(self, inputs: Any, budget: float) -> AttackResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+Update = np.ndarray | Mapping[str, np.ndarray]
+
+
+class Aggregator(Method):
+    """Aggregator role: ``aggregate(updates, weights=None) -> params``.
+
+    ``updates`` is a non-empty sequence of arrays, or of dicts name -> array with the same keys and
+    shapes. ``_aggregate`` always receives a list of dicts and normalised weights (summing to 1) and
+    returns one dict; the public verb gives back the caller's form.
+    """
+
+    _is_role = True
+    _final_verbs = ("aggregate",)
+    tags: ClassVar[dict[str, Any]] = {"role": "aggregator"}
+
+    def aggregate(self, updates: Sequence[Update], weights: Any = None) -> Update:
+        self._begin()
+        owner = type(self).__name__
+        if not isinstance(updates, Sequence) or isinstance(updates, str | bytes) or len(updates) == 0:
+            raise InputError(f"The 'updates' argument of {owner}.aggregate must be a non-empty list. Got {updates!r}.")
+        plain = not isinstance(updates[0], Mapping)
+        dicts = [{"": u} if plain else dict(u) for u in updates]
+        keys = list(dicts[0])
+        arrays = []
+        for i, d in enumerate(dicts):
+            if list(d) != keys:
+                raise InputError(f"Update {i} of {owner}.aggregate has keys {list(d)}; expected {keys}.")
+            arrays.append({k: check_array(d[k], name=f"updates[{i}][{k!r}]" if k else f"updates[{i}]",
+                                          owner=owner, ndim=None) for k in keys})
+            for k in keys:
+                if arrays[i][k].shape != arrays[0][k].shape:
+                    raise InputError(
+                        f"Update {i} of {owner}.aggregate has shape {arrays[i][k].shape} for {k!r}; "
+                        f"expected {arrays[0][k].shape}."
+                    )
+        if weights is None:
+            w = np.full(len(arrays), 1.0 / len(arrays))
+        else:
+            w = check_array(weights, name="weights", owner=owner, ndim=1).astype(float)
+            check_consistent_length(owner, updates=arrays, weights=w)
+            if (w < 0).any() or w.sum() <= 0:
+                raise InputError(f"The 'weights' argument of {owner}.aggregate must be >= 0 with a positive sum. Got {w}.")
+            w = w / w.sum()
+        out = self._aggregate(arrays, w)
+        return out[""] if plain else out
+
+    def _aggregate(self, updates: list[dict[str, np.ndarray]], weights: np.ndarray) -> dict[str, np.ndarray]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+
+class EditHandle:
+    """Returned by ``ModelEdit.apply``: ``restore()`` gives back the exact original weights and removes
+    every hook the edit registered. Also a context manager."""
+
+    def __init__(self, model: Any, snapshot: dict[str, Any] | None) -> None:
+        self.model = model
+        self._snapshot = snapshot
+        self._hooks: list[Any] = []
+        self.info: dict[str, Any] = {}
+        self.restored = False
+
+    def add_hook(self, hook_handle: Any) -> Any:
+        """Register a torch hook handle so that ``restore`` removes it."""
+        self._hooks.append(hook_handle)
+        return hook_handle
+
+    def restore(self) -> None:
+        for h in self._hooks:
+            h.remove()
+        self._hooks.clear()
+        if self._snapshot is not None and not self.restored:
+            import torch
+
+            with torch.no_grad():
+                current = self.model.state_dict()
+                for name, saved in self._snapshot.items():
+                    current[name].copy_(saved)
+        self.restored = True
+
+    def __enter__(self) -> EditHandle:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.restore()
+
+
+class ModelEdit(Method):
+    """Model-edit role: ``apply(model, ...) -> EditHandle``; ``handle.restore()`` undoes it exactly.
+
+    Implement ``_apply(model, handle, ...)``; register hooks with ``handle.add_hook``. If ``_apply``
+    raises, the model is restored and every hook removed before the error propagates.
+    Set ``_modifies_weights = False`` for hook-only edits (no weight snapshot is taken).
+    """
+
+    _is_role = True
+    _final_verbs = ("apply",)
+    _modifies_weights: ClassVar[bool] = True
+    tags: ClassVar[dict[str, Any]] = {"role": "model_edit", "requires": ("torch",)}
+
+    def apply(self, model: Any, *args: Any, **kwargs: Any) -> EditHandle:
+        self._begin()
+        import torch
+
+        if not isinstance(model, torch.nn.Module):
+            raise UnsupportedModelError(
+                f"The 'model' argument of {type(self).__name__}.apply must be a torch.nn.Module. "
+                f"Got {type(model).__name__} instead."
+            )
+        snapshot = None
+        if self._modifies_weights:
+            snapshot = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        handle = EditHandle(model, snapshot)
+        try:
+            self._apply(model, handle, *args, **kwargs)
+        except BaseException:
+            handle.restore()
+            raise
+        return handle
+
+    def _apply(self, model: Any, handle: EditHandle, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+
+class Auditor(Method):
+    """Auditor role: ``audit(...) -> report dataclass``."""
+
+    _is_role = True
+    _final_verbs = ("audit",)
+    tags: ClassVar[dict[str, Any]] = {"role": "auditor"}
+
+    def audit(self, *args: Any, **kwargs: Any) -> Any:
+        self._begin()
+        return self._audit(*args, **kwargs)
+
+    def _audit(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+
+class Router(Method):
+    """Router role: ``fit(quality, cost)`` on (n_queries, n_models) tables, ``route(queries, budget)``
+    returning the chosen model index per query."""
+
+    _is_role = True
+    _final_verbs = ("fit", "route")
+    tags: ClassVar[dict[str, Any]] = {"role": "router"}
+
+    def fit(self, quality: Any, cost: Any, **fit_params: Any) -> Router:
+        self._begin()
+        owner = type(self).__name__
+        q = check_array(quality, name="quality", owner=owner)
+        c = check_array(cost, name="cost", owner=owner)
+        if q.shape != c.shape:
+            raise InputError(f"The 'quality' and 'cost' arguments of {owner}.fit must have the same shape. "
+                             f"Got {q.shape} and {c.shape}.")
+        if (c < 0).any():
+            raise InputError(f"The 'cost' argument of {owner}.fit must be >= 0.")
+        self.n_models_ = q.shape[1]
+        self._fit(q, c, **fit_params)
+        return self
+
+    def route(self, queries: Any, budget: float) -> np.ndarray:
+        check_is_fitted(self, "n_models_")
+        if isinstance(budget, bool) or not isinstance(budget, int | float | np.integer | np.floating) or budget < 0:
+            raise InputError(f"The 'budget' argument of {type(self).__name__}.route must be a number >= 0. Got {budget!r}.")
+        choice = np.asarray(self._route(queries, float(budget)), dtype=int)
+        if choice.size and (choice.min() < 0 or choice.max() >= self.n_models_):
+            raise TrustlabError(f"{type(self).__name__}._route returned a model index out of range.")
+        return choice
+
+    def _fit(self, quality: np.ndarray, cost: np.ndarray, **fit_params: Any) -> None:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _route(self, queries: Any, budget: float) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+
+ROLES: dict[str, type[Method]] = {
+    "predictor": Predictor,
+    "detector": Detector,
+    "purifier": Purifier,
+    "attack": Attack,
+    "aggregator": Aggregator,
+    "model_edit": ModelEdit,
+    "auditor": Auditor,
+    "router": Router,
+}

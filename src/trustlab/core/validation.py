@@ -1,0 +1,135 @@
+"""Input validation on top of scikit-learn's, raising :class:`InputError` with our messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.exceptions import InputError, NotFittedError
+
+__all__ = ["check_array", "check_X_y", "check_consistent_length", "check_is_fitted", "check_n_features"]
+
+
+def _owner(owner: str | None) -> str:
+    return f" of {owner}" if owner else ""
+
+
+def check_array(
+    X: Any,
+    *,
+    name: str = "X",
+    owner: str | None = None,
+    ndim: int | tuple[int, ...] | None = 2,
+    allow_nan: bool = False,
+    dtype: Any = "numeric",
+    min_samples: int = 1,
+    copy: bool = False,
+) -> np.ndarray:
+    """Return ``X`` as a numpy array or raise InputError naming the argument, rule and value.
+
+    ``dtype="numeric"`` converts object/bool input to float64 and keeps other numeric dtypes.
+    """
+    if X is None:
+        raise InputError(f"The '{name}' argument{_owner(owner)} must be an array-like. Got None instead.")
+    if hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):
+        X = X.to_numpy()
+    try:
+        arr = np.array(X, copy=copy) if copy else np.asarray(X)
+    except (ValueError, TypeError) as exc:
+        raise InputError(
+            f"The '{name}' argument{_owner(owner)} must be a rectangular array-like. Could not convert it: {exc}"
+        ) from exc
+    if dtype == "numeric":
+        if arr.dtype.kind in "OUSb":
+            try:
+                arr = arr.astype(np.float64)
+            except (ValueError, TypeError) as exc:
+                raise InputError(
+                    f"The '{name}' argument{_owner(owner)} must hold numbers. Got dtype {arr.dtype} "
+                    f"with a value that is not a number ({exc})."
+                ) from exc
+        elif arr.dtype.kind not in "iufc":
+            raise InputError(f"The '{name}' argument{_owner(owner)} must hold numbers. Got dtype {arr.dtype}.")
+    elif dtype is not None:
+        arr = arr.astype(dtype, copy=False)
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            want = " or ".join(f"{d}-d" for d in allowed)
+            raise InputError(
+                f"The '{name}' argument{_owner(owner)} must be a {want} array. Got an array of shape "
+                f"{arr.shape} ({arr.ndim}-d) instead."
+                + (" Reshape a single feature with X.reshape(-1, 1)." if arr.ndim == 1 and 2 in allowed else "")
+            )
+    if arr.ndim >= 1 and arr.shape[0] < min_samples:
+        raise InputError(
+            f"The '{name}' argument{_owner(owner)} must have at least {min_samples} sample(s). "
+            f"Got shape {arr.shape} instead."
+        )
+    if arr.ndim >= 2 and arr.shape[0] > 0 and arr.size == 0:
+        raise InputError(f"The '{name}' argument{_owner(owner)} has no features. Got shape {arr.shape} instead.")
+    if not allow_nan and arr.dtype.kind in "fc" and arr.size and not np.isfinite(arr).all():
+        bad = int((~np.isfinite(arr)).sum())
+        raise InputError(
+            f"The '{name}' argument{_owner(owner)} must be finite. Got {bad} NaN or infinite value(s) instead; "
+            "impute or drop them first."
+        )
+    return arr
+
+
+def check_consistent_length(owner: str | None = None, **arrays: Any) -> None:
+    """Raise InputError when the named arrays do not have the same number of samples."""
+    lengths = {k: len(v) for k, v in arrays.items() if v is not None}
+    if len(set(lengths.values())) > 1:
+        desc = ", ".join(f"{k}={n}" for k, n in lengths.items())
+        raise InputError(f"The arguments{_owner(owner)} must have the same number of samples. Got {desc}.")
+
+
+def check_X_y(
+    X: Any, y: Any, *, owner: str | None = None, ndim: int | tuple[int, ...] = 2, y_numeric: bool = False,
+    allow_nan: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a feature array and a 1-d target of the same length."""
+    X = check_array(X, owner=owner, ndim=ndim, allow_nan=allow_nan)
+    if y is None:
+        raise InputError(f"The 'y' argument{_owner(owner)} is required. Got None instead.")
+    y = check_array(y, name="y", owner=owner, ndim=(1, 2), dtype="numeric" if y_numeric else None)
+    if y.ndim == 2:
+        if y.shape[1] != 1:
+            raise InputError(
+                f"The 'y' argument{_owner(owner)} must be 1-d. Got shape {y.shape} instead."
+            )
+        y = y.ravel()
+    if y.dtype.kind in "fc" and not np.isfinite(y).all():
+        raise InputError(f"The 'y' argument{_owner(owner)} must be finite. Got NaN or infinite labels.")
+    if y.dtype.kind == "O" and any(v is None for v in y):
+        raise InputError(f"The 'y' argument{_owner(owner)} must not contain None.")
+    check_consistent_length(owner, X=X, y=y)
+    return X, y
+
+
+def check_is_fitted(obj: Any, attributes: str | list[str] | None = None) -> None:
+    """Raise NotFittedError unless ``obj`` has the given (or any trailing-underscore) fitted attributes."""
+    owner = type(obj).__name__
+    if attributes is None:
+        fitted = [k for k in vars(obj) if k.endswith("_") and not k.startswith("__")]
+    else:
+        attrs = [attributes] if isinstance(attributes, str) else list(attributes)
+        fitted = [a for a in attrs if hasattr(obj, a)]
+        if len(fitted) != len(attrs):
+            fitted = []
+    if not fitted:
+        raise NotFittedError(
+            f"This {owner} instance is not fitted yet. Call 'fit' with appropriate arguments before using it."
+        )
+
+
+def check_n_features(obj: Any, X: np.ndarray) -> None:
+    """Raise InputError when X's feature count differs from the one seen in ``fit``."""
+    expected = getattr(obj, "n_features_in_", None)
+    if expected is not None and X.ndim >= 2 and X.shape[1] != expected:
+        raise InputError(
+            f"The 'X' argument of {type(obj).__name__} must have {expected} features, as seen in fit. "
+            f"Got {X.shape[1]} instead."
+        )

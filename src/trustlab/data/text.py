@@ -1,0 +1,87 @@
+"""Small text sets shipped under ``trustlab/data/_files`` (JSONL + a provenance file) and user JSONL."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.exceptions import AssetNotFoundError, InputError, UnknownNameError, did_you_mean
+from trustlab.data._base import Dataset
+
+__all__ = ["list_text_sets", "load_text", "read_jsonl"]
+
+
+def _files() -> Any:
+    return resources.files("trustlab.data") / "_files"
+
+
+def list_text_sets() -> list[str]:
+    """Names of the JSONL sets shipped with trustlab."""
+    return sorted(p.name[: -len(".jsonl")] for p in _files().iterdir() if p.name.endswith(".jsonl"))
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Read a JSONL file (one JSON object a line); errors name the file and line."""
+    p = Path(path)
+    if not p.exists():
+        raise AssetNotFoundError(f"The 'path' argument of read_jsonl points to a missing file: {str(p)!r}.")
+    rows = []
+    with p.open(encoding="utf-8") as fh:
+        for i, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{p.name} line {i} is not valid JSON: {exc.msg}.") from exc
+            if not isinstance(obj, dict):
+                raise InputError(f"{p.name} line {i} must be a JSON object. Got {type(obj).__name__}.")
+            rows.append(obj)
+    if not rows:
+        raise InputError(f"{p.name} holds no rows.")
+    return rows
+
+
+def load_text(name_or_path: str | Path, *, text_field: str = "text", label_field: str | None = "label") -> Dataset:
+    """Load a shipped text set by name (see :func:`list_text_sets`) or the user's JSONL file.
+
+    ``X`` is an object array of strings; ``y`` the labels (or None); every other field is kept in
+    ``provenance["rows"]``.
+
+    Examples
+    --------
+    >>> ds = load_text("capital_facts")
+    >>> ds.X[0]
+    'The capital of France is Paris.'
+    """
+    name = str(name_or_path)
+    shipped = list_text_sets()
+    if name in shipped:
+        path = Path(str(_files() / f"{name}.jsonl"))
+        prov_file = Path(str(_files() / f"{name}.provenance.json"))
+        provenance = json.loads(prov_file.read_text()) if prov_file.exists() else {}
+        provenance = {"source": f"trustlab/data/_files/{name}.jsonl", **provenance}
+    elif name.endswith(".jsonl") or Path(name).exists():
+        path, provenance = Path(name), {"source": str(Path(name).resolve())}
+        name = path.stem
+    else:
+        raise UnknownNameError(
+            f"Unknown text set '{name}'.{did_you_mean(name, shipped)} Shipped: {', '.join(shipped)}; "
+            "or pass a path to your own .jsonl file."
+        )
+    rows = read_jsonl(path)
+    missing = [i for i, r in enumerate(rows) if text_field not in r]
+    if missing:
+        raise InputError(f"{path.name}: rows {missing[:5]} lack the text field '{text_field}'.")
+    y = None
+    if label_field is not None and all(label_field in r for r in rows):
+        y = np.asarray([r[label_field] for r in rows])
+    return Dataset(
+        X=np.asarray([r[text_field] for r in rows], dtype=object), y=y, name=name,
+        description=str(provenance.get("how_made", f"text rows from {path.name}")),
+        provenance={**provenance, "n_rows": len(rows), "fields": sorted(rows[0])},
+    )

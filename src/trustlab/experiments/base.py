@@ -1,0 +1,144 @@
+"""The experiment contract (DESIGN section 4): Config modes, RunContext, Claim and claim evaluation.
+
+An experiment module ``trustlab/experiments/<id>.py`` defines:
+
+* ``PAPER`` (:class:`~trustlab.core.base.PaperInfo`) and optionally ``TITLE`` and ``EXTRAS``;
+* ``Config``: a frozen dataclass subclassing :class:`ExperimentConfig` with ``quick()`` (<= 60 s, used
+  in tests), ``default()`` (<= 10 min on 2 cores) and ``paper()`` (the paper's setting);
+* ``run(cfg, ctx) -> Result`` using only public method APIs;
+* ``CLAIMS``: a list of :class:`Claim`; optionally ``PLOTS(result) -> {name: Figure}``.
+
+Module top level must stay light (no torch import): heavy imports go inside ``run``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from trustlab.core.exceptions import BudgetExceededError, ConfigError
+from trustlab.results.result import ClaimOutcome, Result
+
+__all__ = ["MODES", "ExperimentConfig", "RunContext", "Claim", "evaluate_claims"]
+
+MODES = ("quick", "default", "paper")
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """Base of every experiment's frozen ``Config``. ``seeds`` are the experiment's repetitions."""
+
+    seeds: tuple[int, ...] = (0,)
+    #: wall-clock budget of each mode, in seconds (None = unbounded)
+    budgets: ClassVar[dict[str, float | None]] = {"quick": 60.0, "default": 600.0, "paper": None}
+
+    @classmethod
+    def quick(cls) -> ExperimentConfig:
+        """Tiny setting for tests and the demo (<= 60 s on 2 cores)."""
+        return cls.default()
+
+    @classmethod
+    def default(cls) -> ExperimentConfig:
+        """The CPU-scale setting (<= 10 min on 2 cores)."""
+        return cls()
+
+    @classmethod
+    def paper(cls) -> ExperimentConfig:
+        """The paper's own setting (may need hours or a GPU)."""
+        return cls.default()
+
+    @classmethod
+    def for_mode(cls, mode: str) -> ExperimentConfig:
+        if mode not in MODES:
+            raise ConfigError(f"The 'mode' argument must be one of {MODES}. Got {mode!r} instead.")
+        return getattr(cls, mode)()
+
+    def validate(self) -> None:
+        """Check field values; override to add rules (raise ConfigError)."""
+        if not self.seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in self.seeds):
+            raise ConfigError(
+                f"The 'seeds' field of {type(self).__name__} must be a non-empty tuple of ints >= 0. "
+                f"Got {self.seeds!r} instead."
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class RunContext:
+    """What a running experiment may use: its seeds, output folder, budget and progress reporting."""
+
+    seeds: tuple[int, ...]
+    out_dir: Path | None = None
+    budget_s: float | None = None
+    show_progress: bool = True
+    started: float = field(default_factory=time.perf_counter)
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def check_budget(self, what: str = "") -> None:
+        """Raise :class:`BudgetExceededError` when the wall-clock budget is spent."""
+        if self.budget_s is not None and self.elapsed > self.budget_s:
+            raise BudgetExceededError(
+                f"The experiment ran past its budget of {self.budget_s:.0f} s ({self.elapsed:.0f} s elapsed"
+                f"{' at ' + what if what else ''}). Use a smaller mode or raise the budget with --budget."
+            )
+
+    def progress(self, iterable: Iterable[Any], desc: str = "", total: int | None = None) -> Iterator[Any]:
+        """Wrap an iterable in a progress bar (tqdm, to stderr) when progress is on."""
+        if not self.show_progress:
+            yield from iterable
+            return
+        from tqdm.auto import tqdm
+
+        yield from tqdm(iterable, desc=desc, total=total, leave=False)
+
+    def note(self, message: str) -> None:
+        self.log.append(message)
+
+
+CheckOutput = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A paper claim checked on a run's own numbers.
+
+    ``check(result)`` returns ``(passed, observed, threshold)`` or ``(passed, observed, threshold,
+    baseline)``; ``passed`` None means "not applicable to this run". The check must read only
+    ``result`` (never constants standing in for measurements).
+    """
+
+    id: str
+    statement: str
+    check: Callable[[Result], CheckOutput]
+    modes: tuple[str, ...] = MODES
+    scale_note: str = ""
+
+
+def evaluate_claims(result: Result, claims: Iterable[Claim]) -> list[ClaimOutcome]:
+    """Run every claim's check on ``result``; a check that raises is recorded as FAIL with the error."""
+    out = []
+    for c in claims:
+        if result.mode not in c.modes:
+            out.append(ClaimOutcome(c.id, c.statement, None, None, None, scale_note=c.scale_note,
+                                    detail=f"not checked in mode '{result.mode}'"))
+            continue
+        try:
+            res = tuple(c.check(result))
+            passed, observed, threshold = res[:3]
+            baseline = res[3] if len(res) > 3 else None
+            out.append(ClaimOutcome(c.id, c.statement, None if passed is None else bool(passed), observed, threshold,
+                                    baseline, c.scale_note))
+        except Exception as exc:  # noqa: BLE001 - a broken check must show up as a failed claim
+            out.append(ClaimOutcome(c.id, c.statement, False, None, None, scale_note=c.scale_note,
+                                    detail=f"check raised {type(exc).__name__}: {exc}"))
+    return out

@@ -1,0 +1,95 @@
+"""Plots that only draw from a :class:`Result` (never compute experiment numbers).
+
+Figures are built with ``matplotlib.figure.Figure`` directly, so no GUI backend or pyplot state is
+involved; save them with ``fig.savefig(path)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trustlab.results.result import Result
+
+__all__ = ["bar_plot", "line_plot", "claims_plot", "new_figure"]
+
+
+def new_figure(width: float = 6.0, height: float = 3.6) -> tuple[Any, Any]:
+    """A (figure, axes) pair without pyplot."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def _frame(result: Result, query: dict[str, Any] | None) -> Any:
+    df = result.to_frame()
+    for k, v in (query or {}).items():
+        if k in df:
+            df = df[df[k] == v]
+    return df
+
+
+def bar_plot(result: Result, x: str, y: str = "value", hue: str | None = None, *, where: dict[str, Any] | None = None,
+             title: str | None = None, ylabel: str | None = None) -> Any:
+    """Mean of ``y`` per ``x`` (and ``hue``) with a standard-deviation error bar over the other columns."""
+    df = _frame(result, where)
+    fig, ax = new_figure()
+    if df.empty or x not in df or y not in df:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center")
+        return fig
+    xs = list(dict.fromkeys(df[x]))
+    hues = list(dict.fromkeys(df[hue])) if hue and hue in df else [None]
+    width = 0.8 / len(hues)
+    for j, h in enumerate(hues):
+        sub = df if h is None else df[df[hue] == h]
+        grp = sub.groupby(x)[y]
+        means = [grp.mean().get(v, np.nan) for v in xs]
+        stds = [grp.std().get(v, 0.0) for v in xs]
+        pos = np.arange(len(xs)) + (j - (len(hues) - 1) / 2) * width
+        ax.bar(pos, means, width, yerr=np.nan_to_num(stds), capsize=2, label=None if h is None else str(h))
+    ax.set_xticks(np.arange(len(xs)), [str(v) for v in xs], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel or y)
+    ax.set_title(title or f"{result.experiment}: {y} by {x}", fontsize=9)
+    if hues != [None]:
+        ax.legend(fontsize=7)
+    return fig
+
+
+def line_plot(result: Result, x: str, y: str = "value", hue: str | None = None, *, where: dict[str, Any] | None = None,
+              title: str | None = None, ylabel: str | None = None) -> Any:
+    """Mean of ``y`` against ``x`` (numeric), one line per ``hue``."""
+    df = _frame(result, where)
+    fig, ax = new_figure()
+    if df.empty or x not in df or y not in df:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center")
+        return fig
+    groups = [(None, df)] if not hue or hue not in df else list(df.groupby(hue, sort=False))
+    for h, sub in groups:
+        m = sub.groupby(x)[y].mean().sort_index()
+        ax.plot(m.index, m.values, marker="o", ms=3, label=None if h is None else str(h))
+    ax.set_xlabel(x)
+    ax.set_ylabel(ylabel or y)
+    ax.set_title(title or f"{result.experiment}: {y} vs {x}", fontsize=9)
+    if hue and hue in df:
+        ax.legend(fontsize=7)
+    return fig
+
+
+def claims_plot(result: Result) -> Any:
+    """Each numeric claim's observed value beside its threshold, coloured PASS/FAIL."""
+    fig, ax = new_figure(6.0, 0.5 + 0.45 * max(1, len(result.claims)))
+    rows = [c for c in result.claims if isinstance(c.observed, int | float) and isinstance(c.threshold, int | float)]
+    if not rows:
+        ax.text(0.5, 0.5, "no numeric claims", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    ys = np.arange(len(rows))
+    colors = ["tab:green" if c.passed else ("tab:red" if c.passed is False else "tab:gray") for c in rows]
+    ax.barh(ys, [c.observed for c in rows], color=colors, alpha=0.8, label="observed")
+    ax.scatter([c.threshold for c in rows], ys, marker="|", s=300, color="black", label="threshold", zorder=3)
+    ax.set_yticks(ys, [f"{c.id} ({c.status})" for c in rows], fontsize=8)
+    ax.set_title(f"{result.experiment} [{result.mode}]: observed vs threshold", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
