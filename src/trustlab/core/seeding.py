@@ -10,7 +10,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["as_generator", "seed_everything", "derive_seed", "thread_settings"]
+__all__ = ["as_generator", "seed_everything", "derive_seed", "thread_settings", "RUNTIME_ENV", "set_runtime_env"]
+
+#: Environment defaults for our runs: OpenMP busy-waiting can triple run times on shared cores, and nothing
+#: may reach a model hub or send telemetry at run time. Must be applied before torch is imported.
+RUNTIME_ENV = {
+    "OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1", "TRANSFORMERS_OFFLINE": "1", "FLWR_TELEMETRY_ENABLED": "0",
+    "RAY_USAGE_STATS_ENABLED": "0", "DO_NOT_TRACK": "1", "MPLBACKEND": "Agg",
+}
+
+
+def set_runtime_env() -> None:
+    """Apply :data:`RUNTIME_ENV` as defaults (values the user already set are kept)."""
+    for key, value in RUNTIME_ENV.items():
+        os.environ.setdefault(key, value)
 
 
 def as_generator(random_state: Any = None) -> np.random.Generator:

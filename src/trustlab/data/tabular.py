@@ -71,6 +71,9 @@ def load_table(path: str | Path, target: str | None = None, *, name: str | None 
     if suffix in (".csv", ".txt"):
         df = pd.read_csv(p)
     elif suffix in (".parquet", ".pq"):
+        from trustlab.core.optional import require
+
+        require("pyarrow", purpose="reading Parquet files (pip install pyarrow)")
         df = pd.read_parquet(p)
     else:
         raise InputError(f"The 'path' argument of load_table must end in .csv or .parquet. Got {p.name!r}.")

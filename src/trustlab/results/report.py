@@ -89,7 +89,7 @@ def build_report(
             body_html.append(f"<tr><td>{r.experiment}</td><td>{r.mode}</td><td>{n_pass}/{len(r.claims)}</td>"
                              f"<td>{n_fail}</td><td>{_fmt(wall)}</td></tr>")
         body_html.append("</table>")
-    for path, r in results:
+    for _, r in results:
         title = (titles or {}).get(r.experiment, r.experiment)
         md += ["", f"## {title} [{r.mode}]", ""]
         body_html.append(f"<h2>{html.escape(title)} [{r.mode}]</h2>")

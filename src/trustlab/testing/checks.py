@@ -1,0 +1,263 @@
+"""Common checks every trustlab method must pass (DESIGN section 7).
+
+``check_method(Cls)`` runs them all; ``parametrize_with_checks([Cls, ...])`` makes one pytest case per
+(instance, check). Each check raises ``AssertionError`` with a message saying what broke. The checks
+are themselves tested against deliberately broken toy methods (tests/test_checks.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+
+from trustlab.core.constraints import invalid_values
+from trustlab.core.exceptions import ConfigError, InputError, NotFittedError, TrustlabError
+from trustlab.testing._inputs import bad_inputs, default_inputs, fit_for_checks, role_of, run_verbs
+
+__all__ = ["ALL_CHECKS", "check_method", "parametrize_with_checks", "instances", "assert_outputs_equal"]
+
+
+def instances(cls: type) -> list[Any]:
+    """One instance per test-params set of ``cls``."""
+    return [cls(**params) for params in cls._get_test_params()]
+
+
+def assert_outputs_equal(a: Any, b: Any, what: str, *, rtol: float = 1e-7, atol: float = 1e-9) -> None:
+    """Structural equality of verb outputs (arrays, dicts, dataclasses, scalars)."""
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        a, b = dataclasses.asdict(a), dataclasses.asdict(b)
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), f"{what}: keys differ ({sorted(a)} vs {sorted(b)})"
+        for k in a:
+            assert_outputs_equal(a[k], b[k], f"{what}[{k!r}]", rtol=rtol, atol=atol)
+        return
+    if isinstance(a, list | tuple) and not (a and np.isscalar(a[0])):
+        assert len(a) == len(b), f"{what}: lengths differ"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_outputs_equal(x, y, f"{what}[{i}]", rtol=rtol, atol=atol)
+        return
+    try:
+        aa, bb = np.asarray(a), np.asarray(b)
+    except Exception:  # noqa: BLE001
+        assert a == b, f"{what}: {a!r} != {b!r}"
+        return
+    if aa.dtype.kind in "fc" and bb.dtype.kind in "fc":
+        assert aa.shape == bb.shape and np.allclose(aa, bb, rtol=rtol, atol=atol, equal_nan=True), \
+            f"{what}: values differ (max abs diff {np.nanmax(np.abs(aa - bb)) if aa.shape == bb.shape else 'shape'})"
+    else:
+        assert aa.shape == bb.shape and (aa == bb).all(), f"{what}: {a!r} != {b!r}"
+
+
+# --------------------------------------------------------------------------------------------------
+# the checks
+def check_init_stores_params(est: Any) -> None:
+    """``__init__`` stores every hyper-parameter unchanged and nothing else (no work, no validation)."""
+    cls = type(est)
+    sig = inspect.signature(cls.__init__)
+    bad_kinds = [n for n, p in sig.parameters.items() if n != "self" and p.kind is not p.KEYWORD_ONLY]
+    assert not bad_kinds, f"{cls.__name__}.__init__ parameters {bad_kinds} must be keyword-only."
+    params = est.get_params(deep=False)
+    stored = {k: v for k, v in vars(est).items()}
+    extra = sorted(set(stored) - set(params))
+    assert not extra, f"{cls.__name__}.__init__ sets attributes that are not parameters: {extra}."
+    sentinels = {name: object() for name in sig.parameters if name != "self"}
+    try:
+        fresh = cls(**sentinels)
+    except Exception as exc:  # noqa: BLE001
+        raise AssertionError(
+            f"{cls.__name__}.__init__ does work or validation ({type(exc).__name__}: {exc}); it must only "
+            "store its arguments. Validate in the public verb."
+        ) from exc
+    for name, value in sentinels.items():
+        assert getattr(fresh, name, None) is value, (
+            f"{cls.__name__}.__init__ changed the parameter '{name}'; store hyper-parameters unchanged and "
+            "validate them in the public verb."
+        )
+
+
+def check_get_set_params_clone(est: Any) -> None:
+    """get_params/set_params round-trip; ``clone`` gives an unfitted copy with equal parameters."""
+    params = est.get_params(deep=False)
+    est2 = clone(est)
+    assert est2 is not est
+    assert_outputs_equal({k: repr(v) for k, v in est2.get_params(deep=False).items()},
+                         {k: repr(v) for k, v in params.items()}, "clone params")
+    est2.set_params(**params)
+    assert est2.get_params(deep=False).keys() == params.keys()
+    fitted = [k for k in vars(est2) if k.endswith("_") and not k.startswith("_")]
+    assert not fitted, f"clone of {type(est).__name__} carries fitted attributes {fitted}."
+
+
+def check_constraints_cover_params(est: Any) -> None:
+    """Every hyper-parameter has a rule list in ``_constraints`` (and no rule names a missing parameter)."""
+    params = set(est.get_params(deep=False))
+    rules = set(type(est)._constraints)
+    assert params <= rules, f"{type(est).__name__} has parameters without _constraints: {sorted(params - rules)}."
+    assert rules <= params, f"{type(est).__name__}._constraints names unknown parameters: {sorted(rules - params)}."
+
+
+def _call_first_verb(est: Any, inputs: dict[str, Any]) -> None:
+    run_verbs(est, inputs)
+
+
+def check_invalid_params_raise(est: Any) -> None:
+    """A generated invalid value for every constrained parameter raises ConfigError with the template."""
+    cls = type(est)
+    for name, rules in cls._constraints.items():
+        if rules == "no_validation":
+            continue
+        for bad in invalid_values(list(rules))[:3]:
+            broken = clone(est).set_params(**{name: bad})
+            try:
+                _call_first_verb(broken, default_inputs(broken))
+            except ConfigError as exc:
+                pattern = rf"The '{re.escape(name)}' parameter of {re.escape(cls.__name__)} must be .+ Got .+ instead\."
+                assert re.search(pattern, str(exc)), f"ConfigError for '{name}'={bad!r} lacks the template: {exc}"
+                continue
+            except Exception as exc:  # noqa: BLE001
+                raise AssertionError(
+                    f"{cls.__name__}: '{name}'={bad!r} raised {type(exc).__name__} ({exc}) instead of ConfigError."
+                ) from exc
+            raise AssertionError(f"{cls.__name__} accepted the invalid value {bad!r} for '{name}'.")
+
+
+def check_bad_inputs_raise(est: Any) -> None:
+    """Empty, NaN/inf, wrong ndim and mismatched-length inputs raise InputError."""
+    good = default_inputs(est)
+    for label, inputs in bad_inputs(est, good):
+        try:
+            run_verbs(clone(est), inputs)
+        except InputError:
+            continue
+        except Exception as exc:  # noqa: BLE001
+            raise AssertionError(f"{type(est).__name__} raised {type(exc).__name__} ({exc}) for {label}, "
+                                 "not InputError.") from exc
+        raise AssertionError(f"{type(est).__name__} accepted bad input silently: {label}.")
+    if role_of(est) in ("predictor", "detector") and isinstance(good.get("X"), np.ndarray):
+        fitted = fit_for_checks(clone(est), good)
+        X = good["X"].astype(float).copy()
+        X[0, 0] = np.nan
+        verb = fitted.predict_proba if role_of(est) == "predictor" else fitted.score_samples
+        try:
+            verb(X)
+        except InputError:
+            pass
+        else:
+            raise AssertionError(f"{type(est).__name__} predicted on NaN input silently.")
+
+
+def check_not_fitted(est: Any) -> None:
+    """Predicting before ``fit`` raises NotFittedError."""
+    role = role_of(est)
+    verbs = {"predictor": "predict_proba", "detector": "score_samples", "router": "route"}
+    if role not in verbs:
+        return
+    inputs = default_inputs(est)
+    arg = inputs.get("X", inputs.get("queries"))
+    try:
+        getattr(clone(est), verbs[role])(*([arg, inputs["budget"]] if role == "router" else [arg]))
+    except NotFittedError:
+        return
+    raise AssertionError(f"{type(est).__name__}.{verbs[role]} did not raise NotFittedError before fit.")
+
+
+def _with_seed(est: Any, seed: int) -> Any:
+    e = clone(est)
+    if "random_state" in e.get_params(deep=False):
+        e.set_params(random_state=seed)
+    return e
+
+
+def check_deterministic(est: Any) -> None:
+    """The same ``random_state`` (or none, for deterministic methods) gives the same outputs."""
+    a = run_verbs(_with_seed(est, 0), default_inputs(est))
+    b = run_verbs(_with_seed(est, 0), default_inputs(est))
+    assert_outputs_equal(a, b, f"{type(est).__name__} outputs under the same random_state")
+
+
+def check_inputs_not_mutated(est: Any) -> None:
+    """Verbs leave their inputs unchanged."""
+    inputs = default_inputs(est)
+    snapshot = copy.deepcopy({k: v for k, v in inputs.items() if k != "model"})
+    run_verbs(clone(est), inputs)
+    for k, v in snapshot.items():
+        assert_outputs_equal(inputs[k], v, f"{type(est).__name__} mutated its input '{k}'", rtol=0, atol=0)
+
+
+def check_pickle_roundtrip(est: Any) -> None:
+    """A fitted (or used) method survives pickling and gives the same outputs afterwards."""
+    inputs = default_inputs(est)
+    e = _with_seed(est, 0)
+    fit_for_checks(e, inputs)
+    try:
+        e2 = pickle.loads(pickle.dumps(e))
+    except Exception as exc:  # noqa: BLE001
+        raise AssertionError(f"{type(est).__name__} cannot be pickled: {type(exc).__name__}: {exc}") from exc
+    role = role_of(est)
+    if role == "predictor":
+        assert_outputs_equal(e.predict_proba(inputs["X"]), e2.predict_proba(inputs["X"]), "proba after pickle")
+    elif role == "detector":
+        assert_outputs_equal(e.score_samples(inputs["X"]), e2.score_samples(inputs["X"]), "scores after pickle")
+    elif role == "router":
+        assert_outputs_equal(e.route(inputs["queries"], inputs["budget"]), e2.route(inputs["queries"], inputs["budget"]),
+                             "routes after pickle")
+
+
+def check_role_invariants(est: Any) -> None:
+    """Role properties: see :mod:`trustlab.testing.properties` (hypothesis-driven)."""
+    from trustlab.testing.properties import ROLE_PROPERTIES
+
+    prop = ROLE_PROPERTIES.get(role_of(est))
+    if prop is not None:
+        try:
+            prop(est, default_inputs(est))
+        except TrustlabError as exc:  # the role's public verb caught a broken invariant at run time
+            raise AssertionError(f"{type(est).__name__} broke a role invariant: {exc}") from exc
+
+
+ALL_CHECKS: tuple[Callable[[Any], None], ...] = (
+    check_init_stores_params,
+    check_get_set_params_clone,
+    check_constraints_cover_params,
+    check_invalid_params_raise,
+    check_bad_inputs_raise,
+    check_not_fitted,
+    check_deterministic,
+    check_inputs_not_mutated,
+    check_pickle_roundtrip,
+    check_role_invariants,
+)
+
+
+def _cases(classes: Iterable[type]) -> Iterator[tuple[Any, Callable[[Any], None]]]:
+    for cls in classes:
+        for est in instances(cls):
+            for check in ALL_CHECKS:
+                yield est, check
+
+
+def check_method(cls: type, *, checks: Iterable[Callable[[Any], None]] = ALL_CHECKS) -> None:
+    """Run every common check on every test-params instance of ``cls``; raises AssertionError on failure."""
+    for est in instances(cls):
+        for check in checks:
+            try:
+                check(clone(est))
+            except Exception as exc:  # noqa: BLE001 - any error inside a check is a failure of the method
+                raise AssertionError(f"{check.__name__} failed for {est!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def parametrize_with_checks(classes: Iterable[type]) -> Any:
+    """A pytest ``parametrize`` decorator over (instance, check) for the given classes."""
+    import pytest
+
+    cases = list(_cases(classes))
+    ids = [f"{type(e).__name__}({i})-{c.__name__}" for i, (e, c) in enumerate(cases)]
+    return pytest.mark.parametrize(("estimator", "check"), cases, ids=ids)

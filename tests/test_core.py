@@ -1,0 +1,154 @@
+"""Core: exceptions, constraints and the template message, validation, registry, seeding, optional imports."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trustlab.core.constraints import (
+    Boolean,
+    InstanceOf,
+    Interval,
+    Options,
+    RandomStateRule,
+    invalid_values,
+    validate_params,
+    validate_value,
+)
+from trustlab.core.exceptions import (
+    AssetNotFoundError,
+    BudgetExceededError,
+    ConfigError,
+    InputError,
+    MissingDependencyError,
+    NotFittedError,
+    TrustlabError,
+    UnknownNameError,
+    UnsupportedModelError,
+    did_you_mean,
+)
+from trustlab.core.optional import is_available, require
+from trustlab.core.registry import Registry, load_dotted
+from trustlab.core.seeding import as_generator, derive_seed, seed_everything
+from trustlab.core.validation import check_array, check_is_fitted, check_X_y
+
+
+@pytest.mark.parametrize(("exc", "builtin"), [
+    (ConfigError, ValueError), (ConfigError, TypeError), (InputError, ValueError),
+    (NotFittedError, AttributeError), (UnsupportedModelError, TypeError), (MissingDependencyError, ImportError),
+    (AssetNotFoundError, FileNotFoundError), (UnknownNameError, KeyError), (BudgetExceededError, TimeoutError),
+])
+def test_errors_are_builtins_too(exc, builtin):
+    assert issubclass(exc, TrustlabError) and issubclass(exc, builtin)
+
+
+def test_unknown_name_error_message_is_not_quoted():
+    assert str(UnknownNameError("Unknown x 'a'.")) == "Unknown x 'a'."
+
+
+def test_did_you_mean():
+    assert did_you_mean("fedcoe", ["fedceo", "amun"]) == " Did you mean 'fedceo'?"
+    assert did_you_mean("zzzz", ["fedceo"]) == ""
+
+
+def test_template_message():
+    with pytest.raises(ConfigError, match=r"^The 'rank' parameter of FedCEO must be an int in \[1, inf\)\. Got 0 instead\.$"):
+        validate_value("FedCEO", "rank", 0, [Interval(int, 1, None)])
+    with pytest.raises(ConfigError, match=r"must be one of \{'a', 'b'\} or None\. Got 'c' instead"):
+        validate_value("M", "kind", "c", [Options(["a", "b"]), None])
+
+
+@pytest.mark.parametrize(("rule", "good", "bad"), [
+    (Interval(int, 1, 10), [1, 10, 5], [0, 11, 1.5, True, "3", float("nan")]),
+    (Interval(float, 0, 1, closed="neither"), [0.5, 1e-9], [0.0, 1.0, -1, "x"]),
+    (Interval("real", None, 0, closed="right"), [0, -5.5], [0.1]),
+    (Options(["lr", "mms"]), ["lr"], ["LR", 1, None]),
+    (InstanceOf(int, float), [1, 2.0], [True, "1", None]),
+    (Boolean(), [True, np.bool_(False)], [1, "yes"]),
+    (RandomStateRule(), [None, 0, np.random.default_rng(0)], [-1, 1.5, "s"]),
+])
+def test_constraints(rule, good, bad):
+    for v in good:
+        assert rule.is_satisfied_by(v), v
+    for v in bad:
+        assert not rule.is_satisfied_by(v), v
+
+
+@given(st.integers(-5, 5), st.integers(0, 5))
+def test_invalid_values_break_every_rule(lo, width):
+    rules = [Interval(int, lo, lo + width), None]
+    vals = invalid_values(rules)
+    assert vals
+    for v in vals:
+        with pytest.raises(ConfigError):
+            validate_value("X", "p", v, rules)
+
+
+def test_validate_params_checks_only_constrained():
+    validate_params("M", {"a": 1, "free": object()}, {"a": [Interval(int, 0, None)]})
+    with pytest.raises(ConfigError):
+        validate_params("M", {"a": -1}, {"a": [Interval(int, 0, None)]})
+
+
+def test_check_array_errors():
+    with pytest.raises(InputError, match="must be a 2-d array"):
+        check_array([1, 2, 3], owner="M")
+    with pytest.raises(InputError, match="finite"):
+        check_array([[1.0, np.nan]])
+    with pytest.raises(InputError, match="at least 1 sample"):
+        check_array(np.zeros((0, 3)))
+    with pytest.raises(InputError, match="numbers"):
+        check_array([["a", "b"]])
+    with pytest.raises(InputError, match="None"):
+        check_array(None)
+    assert check_array(pd.DataFrame({"a": [1, 2]})).shape == (2, 1)
+
+
+def test_check_X_y_lengths_and_fitted():
+    with pytest.raises(InputError, match="same number of samples"):
+        check_X_y(np.zeros((3, 2)), [0, 1])
+    with pytest.raises(InputError, match="1-d"):
+        check_X_y(np.zeros((3, 2)), np.zeros((3, 2)))
+
+    class Thing:
+        pass
+
+    with pytest.raises(NotFittedError, match="not fitted"):
+        check_is_fitted(Thing())
+
+
+def test_registry_lazy_duplicates_and_suggestions():
+    reg = Registry("method")
+    reg.register("Interval", "trustlab.core.constraints:Interval", paper="core")
+    assert reg.get("Interval") is Interval
+    reg.register("Interval", "trustlab.core.constraints:Interval")  # same target: idempotent
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register("Interval", "trustlab.core.constraints:Options")
+    with pytest.raises(UnknownNameError, match="Did you mean 'Interval'"):
+        reg.get("Intreval")
+    assert load_dotted("trustlab.core.constraints.Options") is Options
+    assert reg.names() == ["Interval"] and "Interval" in reg and len(reg) == 1
+
+
+def test_seeding_is_deterministic():
+    assert derive_seed(3, "client", 1) == derive_seed(3, "client", 1)
+    assert derive_seed(3, "client", 1) != derive_seed(3, "client", 2)
+    a = seed_everything(5).random(3)
+    b = seed_everything(5).random(3)
+    assert np.array_equal(a, b)
+    g = np.random.default_rng(1)
+    assert as_generator(g) is g
+    assert isinstance(as_generator(np.random.RandomState(0)), np.random.Generator)
+
+
+def test_optional_require_names_extra(monkeypatch):
+    from trustlab.core import optional
+
+    assert is_available("numpy") and not is_available("surely_not_a_module_xyz")
+    monkeypatch.setitem(optional.EXTRAS, "surely_not_a_module_xyz", ("surely-not", "xai"))
+    with pytest.raises(MissingDependencyError, match=r"pip install 'trustlab\[xai\]'"):
+        require("surely_not_a_module_xyz", purpose="testing")
+    assert require("numpy") is np

@@ -1,0 +1,52 @@
+"""Every paper is complete: method objects with test params, an experiment with claims, docs and tests."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from trustlab.core.base import Method, PaperInfo
+from trustlab.experiments import MODES, experiment_ids, get_experiment
+from trustlab.methods import METHODS, discover_methods
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = discover_methods()
+
+
+def test_registered_methods_follow_the_contract():
+    for name in METHODS.names():
+        cls = METHODS.get(name)
+        meta = METHODS.entry(name).meta
+        assert isinstance(cls, type) and issubclass(cls, Method), f"{name} is not a trustlab Method"
+        assert meta.get("paper") in PACKAGES, f"{name} must be registered with paper=<its package id>"
+        assert isinstance(cls.paper, PaperInfo), f"{name}.paper must be a PaperInfo"
+        assert cls.get_tags().get("role"), f"{name} has no role tag"
+        params = cls._get_test_params()
+        assert params and all(isinstance(p, dict) for p in params), f"{name}._get_test_params() is empty"
+
+
+@pytest.mark.parametrize("pkg", PACKAGES or ["<none>"])
+def test_each_method_package_is_complete(pkg):
+    if pkg == "<none>":
+        pytest.skip("no method package yet")
+    assert any(METHODS.entry(n).meta.get("paper") == pkg for n in METHODS.names()), f"{pkg} registers nothing"
+    assert pkg in experiment_ids(), f"method package {pkg} has no experiment module"
+    assert (ROOT / "docs" / "papers" / f"{pkg}.md").is_file(), f"docs/papers/{pkg}.md is missing"
+    assert (ROOT / "tests" / "methods" / f"test_{pkg}.py").is_file(), f"tests/methods/test_{pkg}.py is missing"
+
+
+@pytest.mark.parametrize("exp_id", experiment_ids() or ["<none>"])
+def test_each_experiment_follows_the_contract(exp_id):
+    if exp_id == "<none>":
+        pytest.skip("no experiment yet")
+    exp = get_experiment(exp_id)
+    assert exp.claims, f"{exp_id} has no CLAIMS"
+    assert len({c.id for c in exp.claims}) == len(exp.claims), f"{exp_id} has duplicate claim ids"
+    for mode in MODES:
+        cfg = exp.config_cls.for_mode(mode)
+        cfg.validate()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            cfg.seeds = (99,)  # type: ignore[misc]
+    assert (ROOT / "docs" / "papers" / f"{exp_id}.md").is_file(), f"docs/papers/{exp_id}.md is missing"
