@@ -74,6 +74,6 @@ def test_ruff_clean():
     exe = _tool("ruff")
     if not exe:
         pytest.skip("ruff is not installed (pip install 'trustlab[dev]')")
-    out = subprocess.run([exe, "check", "src", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=300)
+    paths = [d for d in ("src", "tests", "benchmarks") if (ROOT / d).is_dir()]
+    out = subprocess.run([exe, "check", *paths], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
