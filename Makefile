@@ -32,8 +32,12 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# A claim that honestly FAILs at quick scale (exit 1) still ends the demo cleanly with its report;
+# an error (exit 2 or other) fails it.
 demo: $(STAMP)
-	$(VENV)/bin/trustlab reproduce --quick --all --out runs --report report.md
+	@rc=0; $(VENV)/bin/trustlab reproduce --quick --all --out runs --report report.md || rc=$$?; \
+	if [ $$rc -eq 1 ]; then echo "demo: some claims FAIL at quick scale; see report.md for numbers and scale notes"; \
+	elif [ $$rc -ne 0 ]; then exit $$rc; fi
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q

@@ -64,12 +64,15 @@ def list_cmd() -> None:
 
     ids = experiment_ids()
     table = Table(title="experiments")
-    for col in ("id", "paper", "extras", "installed"):
+    for col in ("id", "paper", "extras", "installed", "model files"):
         table.add_column(col)
     for exp_id in ids:
         exp = get_experiment(exp_id)
         ok = all(_extra_ok(e) for e in exp.extras)
-        table.add_row(exp_id, exp.paper.title, ", ".join(exp.extras) or "-", "yes" if ok else "[red]no[/]")
+        models = "-"
+        if "llm" in exp.extras:
+            models = "present" if all(_present(m) for m, _ in MODEL_PACKAGES.values()) else "[red]missing[/]"
+        table.add_row(exp_id, exp.paper.title, ", ".join(exp.extras) or "-", "yes" if ok else "[red]no[/]", models)
     console.print(table if ids else "No experiments are registered yet.")
     discover_methods()
     mt = Table(title="methods")
