@@ -1,0 +1,30 @@
+"""X-hacking: AutoML searches that manipulate SHAP explanations, and the defensive X-hacking audit.
+
+Sharma et al., "X-Hacking: The Threat of Misguided AutoML", ICML 2025 (arXiv:2401.08513).
+"""
+
+from trustlab.core.registry import METHODS
+
+METHODS.register("XHackingAudit", "trustlab.methods.xhacking._audit:XHackingAudit", paper="xhacking", role="auditor")
+
+__all__ = ["XHackingAudit", "XHackingReport", "FeatureInterval", "verify_report", "xhack", "XHackResult",
+           "SearchSpace", "default_space", "tiny_space", "build_pipeline", "redundancy",
+           "make_redundant_classification", "SearchContext", "EvalSettings", "explain_pipeline",
+           "tts_summary", "speedup_ci", "reference_config"]
+
+_LAZY = {
+    "XHackingAudit": "_audit", "XHackingReport": "_audit", "FeatureInterval": "_audit", "verify_report": "_audit",
+    "xhack": "_search", "XHackResult": "_search", "SearchSpace": "_space", "default_space": "_space",
+    "tiny_space": "_space", "build_pipeline": "_space", "redundancy": "_data",
+    "make_redundant_classification": "_data", "SearchContext": "_problem", "EvalSettings": "_problem",
+    "tts_summary": "_problem", "speedup_ci": "_problem", "reference_config": "_problem",
+    "explain_pipeline": "_explain",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"trustlab.methods.xhacking.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'trustlab.methods.xhacking' has no attribute {name!r}")

@@ -1,0 +1,228 @@
+"""``xhack``: the directed X-hacking search (optuna multi-objective over defensible pipelines).
+
+Objectives: maximise the held-out score ``A(theta)`` and minimise (or maximise) the target feature's
+explanation metric ``E_f*(theta)`` (SHAP share, or its rank). A trial is *defensible* when
+``A(theta) >= A_ref - eps`` and a *success* when it is defensible and reaches the goal:
+
+* ``"minimise"``: ``E_f* <= kappa * E_f*(ref)`` (default ``kappa = 0.25``), or rank ``> target_rank``;
+* ``"maximise"``: ``E_f* >= kappa * E_f*(ref)`` (default ``kappa = 2``), or rank ``<= target_rank``;
+* ``"flip"``: the direction of the effect (correlation of ``x_f*`` with its SHAP value) changes sign.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.constraints import Interval, Options, validate_value
+from trustlab.core.exceptions import ConfigError
+from trustlab.methods.xhacking._problem import EvalSettings, SearchContext, resolve_feature
+from trustlab.methods.xhacking._space import SearchSpace, default_space
+
+__all__ = ["xhack", "XHackResult", "make_sampler", "is_success", "check_eps"]
+
+_STARTUP_DEFAULT = 10
+
+
+@dataclass
+class XHackResult:
+    """Outcome of one directed search.
+
+    Attributes
+    ----------
+    target, target_index : the attacked feature
+    goal, eps, kappa, sampler, budget : the search settings
+    reference : dict
+        The reference trial (``score``, ``share``, ``rank``, ``direction``, ``config``).
+    trials : list of dict
+        Every trial: ``number``, ``config``, ``score``, ``share``/``rank``/``direction`` of all features,
+        ``defensible``, ``success``, ``explainer``, ``additivity_ok``, ``error``.
+    trials_to_success : int or None
+        1-based index of the first successful trial (None: censored at ``budget``).
+    best : dict or None
+        The defensible trial with the most extreme target metric.
+    """
+
+    target: str
+    target_index: int
+    goal: str
+    eps: float
+    kappa: float
+    sampler: str
+    budget: int
+    reference: dict[str, Any]
+    trials: list[dict[str, Any]] = field(default_factory=list)
+    trials_to_success: int | None = None
+    best: dict[str, Any] | None = None
+
+    @property
+    def success(self) -> bool:
+        return self.trials_to_success is not None
+
+    @property
+    def achieved_ratio(self) -> float:
+        """Best defensible target share divided by the reference share."""
+        ref = self.reference["share"][self.target_index]
+        return float(self.best["share"][self.target_index] / ref) if self.best is not None and ref > 0 else float("nan")
+
+
+def check_eps(eps: Any, owner: str) -> float:
+    validate_value(owner, "eps", eps, [Interval(float, 0, None)])
+    if eps > 0.5:
+        warnings.warn(f"{owner}: eps={eps} is so large that almost every pipeline is defensible; the audit "
+                      "then measures arbitrary models, not a Rashomon set.", UserWarning, stacklevel=3)
+    return float(eps)
+
+
+def make_sampler(name: str, seed: int | None, *, n_startup_trials: int | None = None, budget: int | None = None) -> Any:
+    """An optuna sampler seeded from ``seed``: ``"tpe"`` (multivariate, grouped), ``"gp"`` or ``"random"``."""
+    import optuna
+
+    n_start = _STARTUP_DEFAULT if n_startup_trials is None else int(n_startup_trials)
+    if name in ("tpe", "gp") and budget is not None and budget <= n_start:
+        warnings.warn(f"budget={budget} <= the {name.upper()} sampler's {n_start} start-up trials: the search is "
+                      "plain random sampling. Raise the budget or lower n_startup_trials.", UserWarning, stacklevel=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=optuna.exceptions.ExperimentalWarning)
+        if name == "tpe":
+            return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, n_startup_trials=n_start)
+        if name == "gp":
+            return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_start)
+        if name == "random":
+            return optuna.samplers.RandomSampler(seed=seed)
+    raise ConfigError(f"The 'sampler' parameter must be one of {{'tpe', 'gp', 'random'}}. Got {name!r} instead.")
+
+
+def is_success(rec: dict[str, Any], ref: dict[str, Any], j: int, goal: str, kappa: float, floor: float,
+               metric: str, target_rank: int | None) -> bool:
+    if rec.get("error") or not rec["score"] >= floor:
+        return False
+    if goal == "flip":
+        return bool(np.sign(ref["direction"][j]) * rec["direction"][j] < 0 and rec["share"][j] > 0)
+    if metric == "rank" and target_rank is not None:
+        return rec["rank"][j] > target_rank if goal == "minimise" else rec["rank"][j] <= target_rank
+    e, e_ref = rec["share"][j], ref["share"][j]
+    return e <= kappa * e_ref if goal == "minimise" else e >= kappa * e_ref
+
+
+def _objective_value(rec: dict[str, Any], ref: dict[str, Any], j: int, goal: str, metric: str) -> float:
+    if goal == "flip":
+        return float(np.sign(ref["direction"][j]) * rec["direction"][j])
+    return float(rec["rank"][j]) if metric == "rank" else float(rec["share"][j])
+
+
+def xhack(X: Any, y: Any, target_feature: Any, *, goal: str = "minimise", eps: float = 0.01,
+          kappa: float | None = None, sampler: str = "tpe", budget: int = 50,
+          search_space: SearchSpace | None = None, metric: str = "shap_share", target_rank: int | None = None,
+          feature_names: Any = None, reference: dict[str, Any] | None = None, test_size: float = 0.25,
+          explain_on: str = "test", n_background: int = 50, n_explain: int = 50, scoring: str = "accuracy",
+          use_constraints: bool = True, n_startup_trials: int | None = None, stop_on_success: bool = False,
+          random_state: int = 0, context: SearchContext | None = None) -> XHackResult:
+    """Search defensible pipelines that push ``target_feature``'s explanation towards ``goal``.
+
+    Parameters
+    ----------
+    X, y : array-like
+        Data ``(n, p)`` and class labels (ignored when ``context`` is given).
+    target_feature : str or int
+        The feature ``f*`` (a name from ``feature_names`` or an index).
+    goal : {"minimise", "maximise", "flip"}
+    eps : float
+        Defensibility tolerance: ``A(theta) >= A_ref - eps``.
+    kappa : float, optional
+        Success factor on the reference share (0.25 for "minimise", 2.0 for "maximise").
+    sampler : {"tpe", "gp", "random"}
+        Optuna sampler, seeded from ``random_state``.
+    budget : int
+        Number of trials.
+    search_space : SearchSpace, optional
+        Default :func:`default_space` (no per-feature switches).
+    metric : {"shap_share", "rank"}
+        Objective; with ``"rank"`` and ``target_rank`` success is a rank condition.
+    reference : dict, optional
+        Configuration of the reference pipeline (default: a 100-tree random forest).
+    explain_on : {"test", "train"}
+        Rows explained; "train" warns (leakage).
+    n_background, n_explain : int
+        Background rows for interventional/permutation SHAP, rows explained.
+    scoring : {"accuracy", "balanced_accuracy", "roc_auc"}
+    use_constraints : bool
+        Pass ``A >= A_ref - eps`` to the sampler as an optuna constraint (TPE and GP).
+    stop_on_success : bool
+        Stop at the first success (trials-to-success studies).
+    random_state : int
+        Seeds the sampler (and, unless ``context`` is given, the split and the models).
+    context : SearchContext, optional
+        Reuse a split, reference and evaluation cache across searches (seeds, samplers).
+
+    Returns
+    -------
+    XHackResult
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from trustlab.methods.xhacking import tiny_space, xhack
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> res = xhack(X, y, 27, budget=12, search_space=tiny_space(), n_startup_trials=4)  # doctest: +SKIP
+    >>> res.trials_to_success  # doctest: +SKIP
+
+    References
+    ----------
+    Sharma et al., "X-Hacking: The Threat of Misguided AutoML", ICML 2025 (arXiv:2401.08513);
+    official code github.com/datasciapps/x-hacking (not read: no copy was available).
+    """
+    import optuna
+
+    owner = "xhack"
+    validate_value(owner, "goal", goal, [Options(["minimise", "maximise", "flip"])])
+    validate_value(owner, "sampler", sampler, [Options(["tpe", "gp", "random"])])
+    validate_value(owner, "metric", metric, [Options(["shap_share", "rank"])])
+    validate_value(owner, "budget", budget, [Interval(int, 1, None)])
+    validate_value(owner, "random_state", random_state, [Interval(int, 0, 2**32 - 1)])
+    eps = check_eps(eps, owner)
+    if kappa is None:
+        kappa = 0.25 if goal == "minimise" else 2.0
+    validate_value(owner, "kappa", kappa, [Interval(float, 0, None, closed="neither")])
+    space = search_space if search_space is not None else default_space()
+    space.validate()
+    if context is None:
+        settings = EvalSettings(test_size=test_size, split_seed=random_state, model_seed=random_state,
+                                explain_on=explain_on, n_background=n_background, n_explain=n_explain, scoring=scoring)
+        context = SearchContext(X, y, settings, feature_names=feature_names, reference=reference, owner=owner)
+    j = resolve_feature(target_feature, context.names, owner)
+    ref = context.reference
+    floor = ref["score"] - eps
+    direction = "maximize" if goal == "maximise" else "minimize"
+    if metric == "rank" and goal != "flip":  # a larger rank number means less important
+        direction = "minimize" if goal == "maximise" else "maximize"
+
+    smp = make_sampler(sampler, random_state, n_startup_trials=n_startup_trials, budget=budget)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(directions=["maximize", direction], sampler=smp)
+    result = XHackResult(context.names[j], j, goal, eps, float(kappa), sampler, budget, dict(ref))
+
+    def objective(trial: Any) -> tuple[float, float]:
+        rec = context.evaluate(space.suggest(trial, context.p))
+        score = rec["score"] if np.isfinite(rec["score"]) else 0.0
+        if use_constraints and hasattr(trial, "set_constraint"):  # optuna >= 5: constraint values <= 0 mean feasible (read by TPE and GP)
+            trial.set_constraint("defensible", float(floor - score))
+        rec.update(number=len(result.trials) + 1, defensible=bool(score >= floor and not rec.get("error")))
+        rec["success"] = is_success(rec, ref, j, goal, float(kappa), floor, metric, target_rank)
+        result.trials.append(rec)
+        if rec["success"] and result.trials_to_success is None:
+            result.trials_to_success = rec["number"]
+            if stop_on_success:
+                trial.study.stop()
+        value = _objective_value(rec, ref, j, goal, metric)
+        return score, value
+
+    study.optimize(objective, n_trials=budget, catch=())
+    defensible = [t for t in result.trials if t["defensible"]]
+    if defensible:
+        pick = max if (goal == "maximise") ^ (metric == "rank" and goal != "flip") else min
+        result.best = pick(defensible, key=lambda t: _objective_value(t, ref, j, goal, metric))
+    return result

@@ -1,0 +1,216 @@
+"""Tests of trustlab.methods.xhacking: audit soundness, statistics, bad inputs (issue 8)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from trustlab.core.exceptions import ConfigError, ScaleWarning, UnknownNameError
+from trustlab.methods.xhacking import (
+    EvalSettings,
+    SearchContext,
+    SearchSpace,
+    XHackingAudit,
+    build_pipeline,
+    make_redundant_classification,
+    redundancy,
+    speedup_ci,
+    tiny_space,
+    tts_summary,
+    verify_report,
+    xhack,
+)
+from trustlab.methods.xhacking._explain import normalise_shap
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y, info = make_redundant_classification(240, rhos=(0.0, 0.95), n_independent=1, random_state=0)
+    return X, y, [d["name"] for d in info]
+
+
+@pytest.fixture(scope="module")
+def ctx(data):
+    X, y, names = data
+    return SearchContext(X, y, EvalSettings(n_background=15, n_explain=15), feature_names=names)
+
+
+def _audit(**kw):
+    params = dict(search_space=tiny_space(), features=["t1"], budget=3, n_explore=4, n_background=15,
+                  n_explain=15, n_startup_trials=2, random_state=0)
+    params.update(kw)
+    return XHackingAudit(**params)
+
+
+def test_audit_soundness_on_tiny_space(data):
+    X, y, names = data
+    rep = _audit().audit(X, y, feature_names=names)
+    assert rep.n_trials == 1 + 4 + 2 * 3
+    numbers = {t["number"]: t for t in rep.trials}
+    for f in rep.features:
+        lo, hi = numbers[f.argmin_share_trial], numbers[f.argmax_share_trial]
+        assert lo["defensible"] and hi["defensible"]
+        assert lo["share"][f.index] == f.min_share <= f.reference_share <= f.max_share == hi["share"][f.index]
+        assert f.min_rank <= f.reference_rank <= f.max_rank
+    ver = verify_report(rep, X, y)
+    assert ver["ok"], ver["problems"]
+    assert ver["max_abs_diff"] <= 1e-6 and ver["n_endpoints"] == 4 * len(names)
+    # tampering is detected
+    rep.spec["eps"] = 0.5
+    assert not verify_report(rep, X, y)["ok"]
+
+
+def test_audit_report_renderings_and_hash(data):
+    X, y, names = data
+    a, b = _audit().audit(X, y, feature_names=names), _audit().audit(X, y, feature_names=names)
+    assert a.spec_hash == b.spec_hash and len(a.spec_hash) == 64
+    assert _audit(eps=0.02).audit(X, y, feature_names=names).spec_hash != a.spec_hash
+    md = a.to_markdown()
+    assert "X-hacking audit" in md and "t1" in md and a.spec_hash in md
+    import json
+
+    js = json.loads(a.to_json())
+    assert len(js["trials"]) == a.n_trials and js["spec_hash"] == a.spec_hash
+    pdat = a.plot_data()
+    assert len(pdat["name"]) == len(names) and all(lo <= hi for lo, hi in zip(pdat["min"], pdat["max"]))
+    assert a.plot() is not None
+
+
+def test_tts_statistics_with_censoring():
+    s = tts_summary([3, None, 5], budget=20)
+    assert s["values"] == [3.0, 20.0, 5.0] and s["n_censored"] == 1 and s["median"] == 5.0
+    ci = speedup_ci([10, 12, None, 8, 9], [2, 4, 3, 5, None], budget=20, n_boot=300)
+    assert ci["ratio"] == pytest.approx(10 / 4)
+    assert ci["lo"] <= ci["ratio"] <= ci["hi"]
+    same = speedup_ci([None] * 5, [None] * 5, budget=20, n_boot=50)
+    assert same["ratio"] == 1.0
+
+
+def test_xhack_trial_log_and_success(ctx):
+    r = xhack(None, None, "t1", budget=6, search_space=tiny_space(), context=ctx, n_startup_trials=2,
+              sampler="random", random_state=1)
+    assert len(r.trials) == 6 and [t["number"] for t in r.trials] == list(range(1, 7))
+    floor = r.reference["score"] - r.eps
+    for t in r.trials:
+        assert t["defensible"] == (t["score"] >= floor)
+        assert abs(sum(t["share"]) - 1) < 1e-9 or sum(t["share"]) == 0
+    first = [t["number"] for t in r.trials if t["success"]]
+    assert r.trials_to_success == (first[0] if first else None)
+    # same seed, same trials
+    r2 = xhack(None, None, "t1", budget=6, search_space=tiny_space(), context=ctx, n_startup_trials=2,
+               sampler="random", random_state=1)
+    assert [t["config"] for t in r2.trials] == [t["config"] for t in r.trials]
+
+
+def test_feature_switches_make_dropping_trivial(ctx):
+    space = SearchSpace(imputers=("mean",), scalers=("standard",), selectors=("none",), transforms=("none",),
+                        models=("lr",), feature_switches=True)
+    r = xhack(None, None, "c1", budget=8, search_space=space, context=ctx, sampler="random", random_state=0)
+    dropped = [t for t in r.trials if not t["config"]["keep_3"]]
+    assert dropped and all(t["share"][3] == 0.0 for t in dropped)
+
+
+def test_dropped_feature_counts_zero_and_pca_uses_permutation(ctx):
+    cfg = {"imputer": "mean", "scaler": "standard", "selector": "kbest_f", "keep": 0.2, "transform": "none",
+           "model": "rf", "rf_n": 5, "rf_depth": 3, "rf_max_features": 1.0, "rf_leaf": 1}
+    rec = ctx.evaluate(cfg)
+    assert rec["explainer"] == "tree" and sum(s > 0 for s in rec["share"]) == 1
+    rec = ctx.evaluate({**cfg, "selector": "none", "transform": "pca", "pca_keep": 0.5})
+    assert rec["explainer"] == "permutation-pipeline"
+    rec = ctx.evaluate({**cfg, "model": "lr", "lr_C": 1.0, "lr_penalty": "l2"})
+    assert rec["explainer"] == "linear"
+
+
+def test_multiclass_normalisation():
+    assert normalise_shap(np.ones((4, 3))).shape == (4, 3, 1)
+    two = np.stack([-np.ones((4, 3)), np.ones((4, 3))], -1)
+    assert normalise_shap(two).shape == (4, 3, 1) and normalise_shap(two)[0, 0, 0] == 1
+    assert normalise_shap(np.ones((4, 3, 5))).shape == (4, 3, 5)
+    assert normalise_shap([np.ones((4, 3))] * 3).shape == (4, 3, 3)
+    X = np.random.default_rng(0).normal(size=(120, 4))
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    c = SearchContext(X, y, EvalSettings(n_background=15, n_explain=15))
+    assert c.n_classes == 3 and abs(sum(c.reference["share"]) - 1) < 1e-9
+
+
+def test_unknown_target_feature(ctx):
+    with pytest.raises(UnknownNameError, match="Did you mean 't1'"):
+        xhack(None, None, "t11", budget=2, context=ctx, search_space=tiny_space())
+    with pytest.raises(UnknownNameError):
+        xhack(None, None, 99, budget=2, context=ctx, search_space=tiny_space())
+
+
+def test_eps_negative_errors_and_huge_warns(ctx, data):
+    with pytest.raises(ConfigError, match="'eps'"):
+        xhack(None, None, "t1", eps=-0.1, budget=2, context=ctx, search_space=tiny_space())
+    with pytest.warns(UserWarning, match="so large"):
+        xhack(None, None, "t1", eps=0.9, budget=2, context=ctx, search_space=tiny_space(), sampler="random")
+    X, y, _ = data
+    with pytest.raises(ConfigError):
+        _audit(eps=-1.0).audit(X, y)
+
+
+def test_background_too_small_warns(data):
+    X, y, _ = data
+    with pytest.warns(ScaleWarning, match="too small"):
+        SearchContext(X, y, EvalSettings(n_background=3, n_explain=10))
+
+
+def test_explain_on_train_warns(data):
+    X, y, _ = data
+    with pytest.warns(UserWarning, match="leakage"):
+        c = SearchContext(X, y, EvalSettings(explain_on="train", n_background=15, n_explain=15))
+    assert any(np.allclose(c.X_ex[0], row) for row in c.X_tr)
+
+
+def test_budget_below_startup_warns(ctx):
+    with pytest.warns(UserWarning, match="start-up trials"):
+        xhack(None, None, "t1", budget=3, n_startup_trials=5, context=ctx, search_space=tiny_space())
+
+
+def test_additivity_failure_caught_and_flagged(ctx, monkeypatch):
+    import shap
+
+    orig = shap.TreeExplainer.shap_values
+
+    def failing(self, X, *a, check_additivity=True, **k):
+        if check_additivity:
+            raise Exception("Additivity check failed in TreeExplainer!")  # noqa: TRY002 - shap's own type
+        return orig(self, X, *a, check_additivity=False, **k)
+
+    monkeypatch.setattr(shap.TreeExplainer, "shap_values", failing)
+    cfg = {"imputer": "mean", "scaler": "none", "selector": "none", "transform": "none", "model": "rf",
+           "rf_n": 7, "rf_depth": 3, "rf_max_features": 1.0, "rf_leaf": 2}
+    with pytest.warns(RuntimeWarning, match="additivity"):
+        rec = ctx.evaluate(cfg)
+    assert rec["additivity_ok"] is False and rec["error"] is None
+
+
+def test_redundancy_and_generator():
+    X, y, info = make_redundant_classification(400, rhos=(0.0, 0.95), n_independent=1, random_state=0)
+    assert X.shape == (400, 5) and set(np.unique(y)) == {0, 1}
+    assert redundancy(X, 2) > 0.8 > 0.1 > redundancy(X, 0)
+    with pytest.raises(ConfigError):
+        redundancy(X, 9)
+    b = np.column_stack([X[:, 0] > 0, X[:, 0]]).astype(float)
+    assert redundancy(b, 0) > 0.8
+
+
+def test_gp_sampler_runs(ctx):
+    pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = xhack(None, None, "t1", budget=4, sampler="gp", n_startup_trials=2, context=ctx,
+                  search_space=tiny_space(), random_state=0)
+    assert len(r.trials) == 4
+
+
+def test_build_pipeline_is_deterministic(data):
+    X, y, _ = data
+    cfg = {"imputer": "median", "scaler": "robust", "selector": "kbest_mi", "keep": 0.6, "transform": "none",
+           "model": "et", "et_n": 5, "et_depth": 3, "et_max_features": 0.5, "et_leaf": 1, "seed": 3}
+    a = build_pipeline(cfg, X.shape[1]).fit(X, y).predict_proba(X)
+    b = build_pipeline(cfg, X.shape[1]).fit(X, y).predict_proba(X)
+    assert np.array_equal(a, b)
