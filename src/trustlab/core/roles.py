@@ -219,11 +219,15 @@ class Aggregator(Method):
     ``updates`` is a non-empty sequence of arrays, or of dicts name -> array with the same keys and
     shapes. ``_aggregate`` always receives a list of dicts and normalised weights (summing to 1) and
     returns one dict; the public verb gives back the caller's form.
+
+    Tag ``consensus_fixed_point`` (default True): identical updates aggregate to that update. Set it to
+    False only for server-side denoisers that shrink by design (e.g. singular-value thresholding), and say
+    why in the class docstring; order invariance is still required.
     """
 
     _is_role = True
     _final_verbs = ("aggregate",)
-    tags: ClassVar[dict[str, Any]] = {"role": "aggregator"}
+    tags: ClassVar[dict[str, Any]] = {"role": "aggregator", "consensus_fixed_point": True}
 
     def aggregate(self, updates: Sequence[Update], weights: Any = None) -> Update:
         self._begin()

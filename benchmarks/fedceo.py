@@ -1,0 +1,94 @@
+"""FedCEO speed: server step vs plain averaging (K = 10, 50, 100) and vectorised vs per-client-loop rounds.
+
+Standalone: ``python benchmarks/fedceo.py [--repeats 20]``. Prints a table and writes
+``benchmarks/results/fedceo.json``. Targets (issue 5): the FedCEO server step <= 3x averaging at K = 100;
+a vectorised simulator round >= 5x faster than a per-client loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+from trustlab.data import load_digits_images, partition_iid  # noqa: E402
+from trustlab.methods.fedceo import BiasFreeMLP, FedCEO, UDPFedAvg, run_federated  # noqa: E402
+
+
+def _median_time(fn, repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def server_steps(repeats: int) -> list[dict]:
+    model = BiasFreeMLP(64, 128, 10)
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    rows = []
+    for k in (10, 50, 100):
+        rng = np.random.default_rng(k)
+        ups = [{n: rng.normal(size=s).astype(np.float32) for n, s in shapes.items()} for _ in range(k)]
+        t_avg = _median_time(lambda ups=ups: UDPFedAvg().aggregate(ups), repeats)
+        t_glob = _median_time(lambda ups=ups: FedCEO(lam=1.0, client_models=False).aggregate(ups), repeats)
+        t_full = _median_time(lambda ups=ups: FedCEO(lam=1.0).aggregate(ups), max(3, repeats // 4))
+        rows.append(dict(K=k, averaging_ms=1e3 * t_avg, fedceo_global_ms=1e3 * t_glob, fedceo_full_ms=1e3 * t_full,
+                         ratio_global=t_glob / t_avg, ratio_full=t_full / t_avg))
+    return rows
+
+
+def simulator_rounds(rounds: int) -> dict:
+    ds = load_digits_images(flatten=True)
+    X, y = ds.X[:1200], ds.y[:1200]
+    clients = [(X[p], y[p]) for p in partition_iid(y, 20, seed=0)]
+    torch.manual_seed(0)
+    model = BiasFreeMLP(64, 128, 10)
+    out = {}
+    for vec in (True, False):
+        kw = dict(rounds=rounds, clients_per_round=10, local_epochs=2, batch_size=16, lr=0.1, seed=0, vectorised=vec)
+        run_federated(model, clients, aggregator=UDPFedAvg(), **{**kw, "rounds": 2})   # warm-up
+        h = run_federated(model, clients, aggregator=UDPFedAvg(), **kw)
+        out["vectorised" if vec else "loop"] = dict(round_ms=1e3 * float(np.median(h.round_time_s)),
+                                                   local_ms=1e3 * h.local_time_s / rounds)
+    out["speedup"] = out["loop"]["round_ms"] / out["vectorised"]["round_ms"]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=20)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    with threadpool_limits(1):
+        steps = server_steps(args.repeats)
+        sim = simulator_rounds(args.rounds)
+    print("server step (MLP 64-128-10, median ms):")
+    print(f"{'K':>4} {'average':>9} {'FedCEO global':>14} {'ratio':>6} {'FedCEO +clients':>16} {'ratio':>6}")
+    for r in steps:
+        print(f"{r['K']:>4} {r['averaging_ms']:>9.3f} {r['fedceo_global_ms']:>14.3f} {r['ratio_global']:>6.2f} "
+              f"{r['fedceo_full_ms']:>16.3f} {r['ratio_full']:>6.1f}")
+    print(f"simulator round (K=10, 2 local epochs, batch 16): vectorised {sim['vectorised']['round_ms']:.1f} ms, "
+          f"loop {sim['loop']['round_ms']:.1f} ms, speedup {sim['speedup']:.1f}x")
+    at100 = next(r for r in steps if r["K"] == 100)
+    print(f"target server step <= 3x at K=100 (global path): {'MET' if at100['ratio_global'] <= 3 else 'MISSED'} "
+          f"({at100['ratio_global']:.2f}x; with per-client models {at100['ratio_full']:.1f}x)")
+    print(f"target vectorised >= 5x: {'MET' if sim['speedup'] >= 5 else 'MISSED'} ({sim['speedup']:.1f}x)")
+    out = Path(__file__).parent / "results" / "fedceo.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"server_step": steps, "simulator": sim, "threads": 1}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""FedCEO (ICML 2025): differentially private federated learning with tensor low-rank server smoothing.
+
+Light to import: numpy-only operators and aggregators load on first use; the torch simulator, the Opacus
+accounting and the Flower strategy load only when their names are used.
+
+* :func:`tsvt` -- the t-SVT prox along the client axis; :func:`fedceo_threshold` -- tau_m = theta^m / (2 lam).
+* :class:`FedCEO` and :class:`UDPFedAvg` -- aggregators (role Aggregator); :func:`smooth_clients`.
+* :class:`UDP`, :class:`DPSGD` -- client-side DP mechanisms; :func:`rdp_epsilon` (Opacus RDP accountant).
+* :func:`run_federated` -- the vectorised in-process simulator (torch.func).
+* :class:`FedCEOStrategy` -- a Flower ``FedAvg`` subclass (Message API), extra ``fl``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from trustlab.core.registry import METHODS
+
+METHODS.register("FedCEO", "trustlab.methods.fedceo._aggregators:FedCEO", paper="fedceo", role="aggregator")
+METHODS.register("UDPFedAvg", "trustlab.methods.fedceo._aggregators:UDPFedAvg", paper="fedceo", role="aggregator")
+
+_LAZY = {
+    "tsvt": "_tsvt", "tsvt_reference": "_tsvt", "svt": "_tsvt", "fedceo_threshold": "_tsvt",
+    "to_three_way": "_tsvt", "from_three_way": "_tsvt",
+    "FedCEO": "_aggregators", "UDPFedAvg": "_aggregators", "smooth_clients": "_aggregators",
+    "SmoothingResult": "_aggregators", "LayerCollapsedWarning": "_aggregators", "weighted_mean": "_aggregators",
+    "content_key": "_aggregators", "PAPER": "_aggregators",
+    "UDP": "_privacy", "DPSGD": "_privacy", "rdp_epsilon": "_privacy", "clip_update": "_privacy",
+    "run_federated": "_simulator", "FLHistory": "_simulator", "BiasFreeMLP": "_simulator",
+    "FedCEOStrategy": "_flower", "udp_mod": "_flower",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"trustlab.methods.fedceo.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'trustlab.methods.fedceo' has no attribute '{name}'")

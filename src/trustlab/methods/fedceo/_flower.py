@@ -1,0 +1,164 @@
+"""FedCEO as a Flower strategy (Message API, flwr >= 1.21) and UDP as a Flower client mod.
+
+This module imports flwr at import time; ``trustlab.methods.fedceo`` loads it only when
+``FedCEOStrategy`` or ``udp_mod`` is first used (extra ``fl``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from logging import INFO
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.constraints import Interval, validate_value
+from trustlab.core.exceptions import InputError
+from trustlab.core.optional import require
+from trustlab.methods.fedceo._aggregators import smooth_clients, weighted_mean
+from trustlab.methods.fedceo._privacy import UDP
+from trustlab.methods.fedceo._tsvt import fedceo_threshold
+
+require("flwr", purpose="FedCEOStrategy")
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict  # noqa: E402
+from flwr.serverapp.strategy import FedAvg  # noqa: E402
+from flwr.supercore import log  # noqa: E402
+
+__all__ = ["FedCEOStrategy", "udp_mod"]
+
+
+def _to_numpy(record: ArrayRecord) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v.numpy()) for k, v in record.items()}
+
+
+def _to_record(arrays: dict[str, np.ndarray]) -> ArrayRecord:
+    return ArrayRecord({k: Array(np.ascontiguousarray(v)) for k, v in arrays.items()})
+
+
+class FedCEOStrategy(FedAvg):
+    """Flower ``FedAvg`` whose server step is FedCEO's t-SVT smoothing.
+
+    Flower's ``server_round`` r = 1, 2, ... is round t = r - 1 of the paper: rounds with r % I == 0 are
+    smoothing events m = r / I with ``tau_m = theta**m / (2 lam)``; other rounds average. Clients are
+    placed along the FFT axis in ascending node id. Failed replies (Flower's failures) are dropped and
+    the round aggregates the rest; fewer than 2 valid replies raise ``InputError``.
+
+    Parameters
+    ----------
+    lam : float
+        lambda > 0.
+    theta : float, default=1.0
+        vartheta >= 1.
+    interval : int, default=1
+        I >= 1.
+    restart : bool, default=False
+        The official restart rule: in rounds with t % I == 0, t > 0, a sampled node that holds a stored
+        smoothed model receives it instead of the global model (``configure_train``).
+    weighted : bool, default=False
+        Weight the global mean by ``weighted_by_key`` (num-examples); the official code does not.
+    **fedavg_kwargs
+        Passed to ``flwr.serverapp.strategy.FedAvg``.
+
+    Examples
+    --------
+    >>> strategy = FedCEOStrategy(lam=1.0, fraction_train=0.5, fraction_evaluate=0.0)  # doctest: +SKIP
+    >>> strategy.start(grid=grid, initial_arrays=ArrayRecord(model.state_dict()), num_rounds=3)  # doctest: +SKIP
+    """
+
+    def __init__(self, *, lam: float, theta: float = 1.0, interval: int = 1, restart: bool = False,
+                 weighted: bool = False, **fedavg_kwargs: Any) -> None:
+        validate_value("FedCEOStrategy", "lam", lam, [Interval("real", 0, None, closed="neither")])
+        validate_value("FedCEOStrategy", "theta", theta, [Interval("real", 1, None)])
+        validate_value("FedCEOStrategy", "interval", interval, [Interval(int, 1, None)])
+        validate_value("FedCEOStrategy", "restart", restart, ["boolean"])
+        validate_value("FedCEOStrategy", "weighted", weighted, ["boolean"])
+        super().__init__(**fedavg_kwargs)
+        self.lam, self.theta, self.interval = lam, theta, interval
+        self.restart, self.weighted = restart, weighted
+        self.client_models: dict[int, dict[str, np.ndarray]] = {}
+        self.taus: dict[int, float | None] = {}
+
+    def summary(self) -> None:
+        super().summary()
+        log(INFO, "\t└──> FedCEO: lam=%s theta=%s interval=%s restart=%s", self.lam, self.theta, self.interval,
+            self.restart)
+
+    def threshold(self, server_round: int) -> float | None:
+        """tau for this Flower round (None when the round only averages)."""
+        if server_round % self.interval != 0:
+            return None
+        return fedceo_threshold(server_round // self.interval, self.lam, self.theta)
+
+    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
+                        grid: Any) -> Iterable[Message]:
+        messages = list(super().configure_train(server_round, arrays, config, grid))
+        t = server_round - 1
+        if not (self.restart and t > 0 and t % self.interval == 0):
+            return messages
+        out = []
+        for msg in messages:
+            stored = self.client_models.get(msg.metadata.dst_node_id)
+            if stored is None:
+                out.append(msg)
+                continue
+            content = RecordDict({self.arrayrecord_key: _to_record(stored),
+                                  self.configrecord_key: msg.content[self.configrecord_key]})
+            out.append(Message(content=content, message_type=MessageType.TRAIN, dst_node_id=msg.metadata.dst_node_id))
+        return out
+
+    def aggregate_train(self, server_round: int,
+                        replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        valid, failed = self._check_and_log_replies(list(replies), is_train=True)
+        if len(valid) < 2:
+            raise InputError(
+                f"FedCEOStrategy round {server_round}: only {len(valid)} valid train repl"
+                f"{'y' if len(valid) == 1 else 'ies'} ({len(failed)} failed); FedCEO needs >= 2 clients to smooth. "
+                "Lower the failure rate, sample more nodes (min_train_nodes) or raise the timeout."
+            )
+        ids = [int(m.metadata.src_node_id) for m in valid]
+        uploads = [_to_numpy(next(iter(m.content.array_records.values()))) for m in valid]
+        if self.weighted:
+            w = np.array([float(next(iter(m.content.metric_records.values()))[self.weighted_by_key]) for m in valid])
+        else:
+            w = np.full(len(valid), 1.0 / len(valid))
+        tau = self.threshold(server_round)
+        self.taus[server_round] = tau
+        if tau is None:
+            smooth_clients(uploads, 0.0, client_ids=ids, client_models=False, owner="FedCEOStrategy")  # checks only
+            glob = weighted_mean(uploads, w / w.sum())
+        else:
+            res = smooth_clients(uploads, tau, weights=w, client_ids=ids, client_models=self.restart,
+                                 owner="FedCEOStrategy")
+            glob = res.global_params
+            if self.restart and res.client_params is not None:
+                for cid, params in zip(ids, res.client_params):
+                    self.client_models[cid] = params
+        metrics = self.train_metrics_aggr_fn([m.content for m in valid], self.weighted_by_key)
+        return _to_record(glob), metrics
+
+
+def udp_mod(mechanism: UDP, seed: int | None = None) -> Any:
+    """A Flower client mod applying UDP to the train reply: clip (reply - received) to C, add noise.
+
+    Use as ``ClientApp(mods=[udp_mod(UDP(sigma=1.0, clip=1.0))])``; like Flower's ``LocalDpMod`` but with
+    the paper's noise (std sigma * C per coordinate) so that :meth:`UDP.epsilon` accounts it.
+    """
+    if not isinstance(mechanism, UDP):
+        raise InputError(f"udp_mod needs a UDP mechanism. Got {type(mechanism).__name__} instead.")
+    rng = np.random.default_rng(seed)
+
+    def mod(msg: Message, ctxt: Any, call_next: Any) -> Message:
+        if msg.metadata.message_type != MessageType.TRAIN or len(msg.content.array_records) != 1:
+            return call_next(msg, ctxt)
+        sent = _to_numpy(next(iter(msg.content.array_records.values())))
+        reply = call_next(msg, ctxt)
+        if reply.has_error() or len(reply.content.array_records) != 1:
+            return reply
+        key, rec = next(iter(reply.content.array_records.items()))
+        trained = _to_numpy(rec)
+        if sorted(trained) != sorted(sent):
+            return reply
+        reply.content[key] = _to_record(mechanism.privatize(sent, trained, rng))
+        return reply
+
+    return mod

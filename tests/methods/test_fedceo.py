@@ -1,0 +1,410 @@
+"""FedCEO: the t-SVT operator (A1 as properties), aggregators, DP accounting, simulator and Flower strategy."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trustlab.core.exceptions import ConfigError, InputError
+from trustlab.methods.fedceo import (
+    FedCEO,
+    LayerCollapsedWarning,
+    UDPFedAvg,
+    fedceo_threshold,
+    from_three_way,
+    smooth_clients,
+    svt,
+    to_three_way,
+    tsvt,
+    tsvt_reference,
+)
+
+SHAPES = {"matrix": (6, 4), "conv": (3, 2, 3, 3), "bias": (5,)}
+
+
+def _uploads(k: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [{n: rng.normal(size=s) for n, s in SHAPES.items()} for _ in range(k)]
+
+
+def _slices(stack: np.ndarray) -> np.ndarray:
+    return np.moveaxis(np.fft.fft(to_three_way(stack), axis=-1), -1, 0)
+
+
+# ---------------------------------------------------------------------------------------------- operator (A1)
+@pytest.mark.parametrize("shape", [(4, 3), (3, 2, 3, 3), (5,), ()])
+@pytest.mark.parametrize("k", [1, 2, 5, 10])
+def test_reshape_round_trip(shape, k):
+    x = np.arange(int(np.prod(shape)) * k, dtype=float).reshape(*shape, k)
+    assert np.array_equal(from_three_way(to_three_way(x), shape), x)
+    assert to_three_way(x).ndim == 3 and to_three_way(x).shape[-1] == k
+
+
+@given(st.sampled_from(list(SHAPES.values())), st.sampled_from([2, 5, 10]), st.integers(0, 10_000))
+@settings(max_examples=20, deadline=None)
+def test_tau_zero_identity_big_tau_zero_and_real(shape, k, seed):
+    x = np.random.default_rng(seed).normal(size=(*shape, k))
+    assert np.allclose(tsvt(x, 0.0), x, atol=1e-12)
+    smax = np.linalg.svd(_slices(x), compute_uv=False).max()
+    assert np.abs(tsvt(x, float(smax))).max() < 1e-10
+    full, imag = tsvt_reference(x, 0.7)
+    assert imag < 1e-10
+    assert np.allclose(full, tsvt(x, 0.7), atol=1e-12)
+    assert np.allclose(tsvt(x, 0.7, fft="full"), full, atol=1e-12)
+
+
+@given(st.sampled_from([2, 5, 10]), st.floats(0.01, 5.0), st.integers(0, 10_000))
+@settings(max_examples=20, deadline=None)
+def test_global_equals_svt_of_mean(k, tau, seed):
+    ups = _uploads(k, seed)
+    res = smooth_clients(ups, tau)
+    for n in SHAPES:
+        mean = np.mean([u[n] for u in ups], axis=0)
+        assert np.abs(res.global_params[n] - svt(mean, tau / k)).max() < 1e-10
+
+
+@given(st.integers(0, 10_000), st.floats(0.05, 3.0))
+@settings(max_examples=25, deadline=None)
+def test_prox_optimality_3x3x3(seed, tau):
+    """L = tsvt(X, tau) satisfies (X - L) in tau * subdifferential of the TNN, slice by slice."""
+    x = np.random.default_rng(seed).normal(size=(3, 3, 3))
+    low = tsvt(x, tau)
+    for dx, dl in zip(_slices(x), _slices(low)):
+        g = dx - dl                                       # must be tau * a subgradient of ||.||_* at dl
+        assert np.linalg.norm(g, 2) <= tau * (1 + 1e-9) + 1e-12
+        nuc = np.linalg.svd(dl, compute_uv=False).sum()
+        assert abs(np.vdot(dl, g).real - tau * nuc) < 1e-9 * max(1.0, nuc)
+
+    def objective(z):
+        return tau * np.linalg.svd(_slices(z), compute_uv=False).sum() / 3 + 0.5 * np.sum((z - x) ** 2)
+
+    rng = np.random.default_rng(seed + 1)
+    f0 = objective(low)
+    for eps in (1e-1, 1e-3):
+        for _ in range(5):
+            assert objective(low + eps * rng.normal(size=low.shape)) >= f0 - 1e-12
+
+
+def test_threshold_schedule():
+    assert fedceo_threshold(1, lam=0.5) == 1.0
+    assert fedceo_threshold(3, lam=1.0, theta=2.0) == 4.0
+    agg = FedCEO(lam=2.0, theta=1.5, interval=2)
+    taus = []
+    for _ in range(4):
+        taus.append(agg.current_threshold())
+        agg.aggregate(_uploads(3))
+        assert agg.tau_ == taus[-1]
+    assert taus == [None, 1.5 / 4, None, 1.5**2 / 4]
+    assert agg.n_smoothing_events_ == 2 and agg.n_rounds_ == 4
+
+
+# ---------------------------------------------------------------------------------------------- aggregator
+@given(st.permutations(list(range(6))))
+@settings(max_examples=15, deadline=None)
+def test_global_invariant_and_clients_equivariant_at_real_tau(perm):
+    ups = _uploads(6, seed=3)
+    w = np.array([1.0, 2.0, 1.0, 3.0, 0.5, 1.5])
+    a = FedCEO(lam=0.2)
+    b = FedCEO(lam=0.2)
+    ga = a.aggregate(ups, w)
+    gb = b.aggregate([ups[i] for i in perm], w[perm])
+    for n in SHAPES:
+        assert np.abs(ga[n] - gb[n]).max() < 1e-10
+        for j, i in enumerate(perm):
+            assert np.abs(b.client_models_[j][n] - a.client_models_[i][n]).max() < 1e-10
+    # the threshold is large enough to matter
+    assert np.abs(ga["matrix"] - np.average([u["matrix"] for u in ups], axis=0, weights=w)).max() > 1e-2
+
+
+def test_fast_path_equals_full_path():
+    ups = _uploads(5, seed=1)
+    full = FedCEO(lam=0.3).aggregate(ups)
+    fast = FedCEO(lam=0.3, client_models=False).aggregate(ups)
+    for n in SHAPES:
+        assert np.abs(full[n] - fast[n]).max() < 1e-10
+
+
+def test_client_ids_fix_the_order():
+    ups = _uploads(4, seed=2)
+    r1 = smooth_clients(ups, 0.5, client_ids=["d", "b", "a", "c"])
+    r2 = smooth_clients([ups[i] for i in (2, 1, 3, 0)], 0.5, client_ids=["a", "b", "c", "d"])
+    assert r1.order == [2, 1, 3, 0]
+    for j, i in enumerate((2, 1, 3, 0)):
+        assert np.allclose(r2.client_params[j]["matrix"], r1.client_params[i]["matrix"])
+
+
+def test_udpfedavg_is_the_weighted_mean():
+    ups = _uploads(3)
+    out = UDPFedAvg().aggregate(ups, [1, 1, 2])
+    assert np.allclose(out["bias"], (ups[0]["bias"] + ups[1]["bias"] + 2 * ups[2]["bias"]) / 4)
+
+
+def test_integer_buffers_are_never_transformed():
+    ups = [{"w": u["matrix"], "steps": np.array([7, 3])} for u in _uploads(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LayerCollapsedWarning)
+        agg = FedCEO(lam=1e-3)
+        out = agg.aggregate(ups)
+    assert out["steps"].dtype == ups[0]["steps"].dtype and out["steps"].tolist() == [7, 3]
+    assert agg.client_models_[0]["steps"].tolist() == [7, 3]
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"w": np.zeros((2, 3), dtype=np.float32)}, "dtype"),
+    ({"w": np.zeros((3, 2))}, "shape"),
+    ({"v": np.zeros((2, 3))}, "keys"),
+])
+def test_mismatched_uploads_raise(bad, match):
+    ups = [{"w": np.ones((2, 3))}, bad, {"w": np.ones((2, 3))}]
+    with pytest.raises(InputError, match=match):
+        smooth_clients(ups, 0.1, client_ids=[1, 2, 3])
+    with pytest.raises(InputError):
+        FedCEO(lam=1.0).aggregate(ups)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_upload_names_the_client(value):
+    ups = [{"w": np.ones((2, 3))} for _ in range(3)]
+    ups[1]["w"][0, 0] = value
+    with pytest.raises(InputError, match="node-7"):
+        smooth_clients(ups, 0.1, client_ids=["node-3", "node-7", "node-9"])
+    with pytest.raises(InputError, match=r"updates\[1\]"):
+        FedCEO(lam=1.0).aggregate(ups)
+
+
+def test_fewer_than_two_clients_warns_and_duplicates_raise():
+    with pytest.warns(UserWarning, match=">= 2 clients"):
+        FedCEO(lam=1.0).aggregate([{"w": np.ones((2, 2))}])
+    with pytest.raises(InputError, match="more than once"):
+        smooth_clients(_uploads(3), 0.1, client_ids=[1, 2, 1])
+
+
+@pytest.mark.parametrize("params", [{"lam": 0.0}, {"lam": -1.0}, {"theta": 0.99}, {"interval": 0}])
+def test_bad_hyper_parameters_raise(params):
+    with pytest.raises(ConfigError, match="parameter of FedCEO must be"):
+        FedCEO(**{"lam": 1.0, **params}).aggregate(_uploads(2))
+
+
+def test_layer_collapsed_warning():
+    with pytest.warns(LayerCollapsedWarning, match="layer collapsed.*'bias'"):
+        FedCEO(lam=1e-4).aggregate(_uploads(3))
+
+
+# ---------------------------------------------------------------------------------------------- privacy
+def test_mechanism_validation():
+    from trustlab.methods.fedceo import DPSGD, UDP
+
+    for kw in ({"sigma": -0.1}, {"clip": 0.0}, {"clip": -1.0}):
+        with pytest.raises(ConfigError, match="parameter of UDP must be"):
+            UDP(**kw)
+    with pytest.raises(ConfigError):
+        DPSGD(sigma=0.0)
+
+
+def test_udp_clips_and_noises():
+    from trustlab.methods.fedceo import UDP
+
+    start = {"w": np.zeros((50, 40)), "b": np.zeros(40)}
+    trained = {"w": np.full((50, 40), 3.0), "b": np.full(40, 3.0)}
+    clean = UDP(sigma=0.0, clip=2.0).privatize(start, trained, np.random.default_rng(0))
+    assert np.isclose(np.sqrt(sum((v**2).sum() for v in clean.values())), 2.0)
+    noisy = UDP(sigma=0.5, clip=2.0).privatize(start, trained, np.random.default_rng(0))
+    assert abs(np.std(noisy["w"] - clean["w"]) - 1.0) < 0.05
+
+
+def test_accountant_matches_opacus():
+    from opacus.accountants import RDPAccountant
+
+    from trustlab.methods.fedceo import UDP, rdp_epsilon
+
+    for sigma, q, t in [(1.0, 0.5, 30), (2.0, 0.1, 100), (0.8, 1.0, 5)]:
+        acc = RDPAccountant()
+        for _ in range(t):
+            acc.step(noise_multiplier=sigma, sample_rate=q)
+        assert rdp_epsilon(sigma, q, t) == pytest.approx(acc.get_epsilon(1e-5), rel=1e-12)
+        assert UDP(sigma=sigma).epsilon(t, q) == pytest.approx(acc.get_epsilon(1e-5), rel=1e-12)
+    assert rdp_epsilon(0.5, 0.5, 10) > rdp_epsilon(1.0, 0.5, 10) > rdp_epsilon(2.0, 0.5, 10)
+
+
+# ---------------------------------------------------------------------------------------------- simulator
+@pytest.fixture(scope="module")
+def fl_setup():
+    import torch
+
+    from trustlab.data import load_digits_images, partition_iid
+    from trustlab.methods.fedceo import BiasFreeMLP
+
+    ds = load_digits_images(flatten=True)
+    X, y = ds.X[:400], ds.y[:400]
+    clients = [(X[p], y[p]) for p in partition_iid(y[:300], 6, seed=0)]
+    torch.manual_seed(0)
+    return BiasFreeMLP(64, 16, 10), clients, (X[300:], y[300:])
+
+
+def test_vectorised_equals_loop(fl_setup):
+    from trustlab.methods.fedceo import run_federated
+
+    model, clients, test = fl_setup
+    kw = dict(rounds=3, clients_per_round=4, local_epochs=2, batch_size=8, lr=0.1, momentum=0.5,
+              eval_sets={"test": test}, seed=1)
+    a = run_federated(model, clients, aggregator=UDPFedAvg(), **kw)
+    b = run_federated(model, clients, aggregator=UDPFedAvg(), vectorised=False, **kw)
+    for n in a.final_params:
+        assert np.abs(a.final_params[n] - b.final_params[n]).max() < 1e-4
+    assert a.sampled == b.sampled and all(len(set(s)) == 4 for s in a.sampled)
+
+
+def test_simulator_seeded_and_epsilon_independent_of_smoothing(fl_setup):
+    from trustlab.methods.fedceo import UDP, run_federated
+
+    model, clients, test = fl_setup
+    kw = dict(rounds=4, clients_per_round=3, mechanism=UDP(sigma=0.5), eval_sets={"test": test}, seed=3)
+    a = run_federated(model, clients, aggregator=FedCEO(lam=1.0, interval=2), restart=True, **kw)
+    b = run_federated(model, clients, aggregator=FedCEO(lam=1.0, interval=2), restart=True, **kw)
+    c = run_federated(model, clients, aggregator=UDPFedAvg(), **kw)
+    assert a.metrics == b.metrics and a.sampled == c.sampled
+    assert a.epsilon == c.epsilon == UDP(sigma=0.5).epsilon(4, 0.5)
+    assert a.taus == [None, 0.5, None, 0.5] and c.taus == [None] * 4
+    d = run_federated(model, clients, aggregator=UDPFedAvg(), **{**kw, "mechanism": UDP(sigma=1.0)})
+    assert d.epsilon < c.epsilon
+
+
+def test_dpsgd_mechanism_runs_with_opacus(fl_setup):
+    from trustlab.methods.fedceo import DPSGD, run_federated
+
+    model, clients, test = fl_setup
+    h = run_federated(model, clients[:3], aggregator=FedCEO(lam=1.0), mechanism=DPSGD(sigma=1.0), rounds=2,
+                      clients_per_round=2, batch_size=16, eval_sets={"test": test}, seed=0)
+    assert 0 < h.epsilon < float("inf")
+    assert 0.0 <= h.final("test") <= 1.0
+
+
+# ---------------------------------------------------------------------------------------------- Flower
+@pytest.fixture
+def flwr_env():
+    pytest.importorskip("flwr")
+    from flwr.supercore.task_identity import TaskIdentity
+
+    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+    yield TaskIdentity
+    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
+
+
+def _msg(node: int, arrays: dict[str, np.ndarray], n: int = 10, error: bool = False):
+    from flwr.app import Array, ArrayRecord, ConfigRecord, Error, Message, MetricRecord, RecordDict
+
+    out = Message(RecordDict({"arrays": ArrayRecord({k: Array(v) for k, v in arrays.items()}),
+                              "config": ConfigRecord({})}), dst_node_id=node, message_type="train")
+    if error:
+        return Message(Error(code=1, reason="client crashed"), reply_to=out)
+    return Message(RecordDict({"arrays": ArrayRecord({k: Array(v) for k, v in arrays.items()}),
+                              "metrics": MetricRecord({"num-examples": n})}), reply_to=out)
+
+
+def test_strategy_aggregates_like_smooth_clients(flwr_env):
+    from trustlab.methods.fedceo import FedCEOStrategy
+
+    ups = [{"w": u["matrix"], "b": u["bias"]} for u in _uploads(4, seed=5)]
+    ids = [11, 4, 9, 2]
+    strat = FedCEOStrategy(lam=0.4, restart=True, fraction_evaluate=0.0)
+    replies = [_msg(i, u) for i, u in zip(ids, ups)] + [_msg(99, ups[0], error=True)]
+    arrays, metrics = strat.aggregate_train(1, replies)
+    ref = smooth_clients(ups, fedceo_threshold(1, 0.4), client_ids=ids)
+    for k in ("w", "b"):
+        assert np.allclose(arrays[k].numpy(), ref.global_params[k], atol=1e-12)
+    assert set(strat.client_models) == set(ids)
+    assert np.allclose(strat.client_models[9]["w"], ref.client_params[2]["w"])
+
+
+def test_strategy_refuses_too_few_and_names_bad_nodes(flwr_env):
+    from trustlab.methods.fedceo import FedCEOStrategy
+
+    ups = [{"w": u["matrix"]} for u in _uploads(3)]
+    strat = FedCEOStrategy(lam=1.0, fraction_evaluate=0.0)
+    with pytest.raises(InputError, match="only 1 valid"):
+        strat.aggregate_train(1, [_msg(1, ups[0]), _msg(2, ups[1], error=True)])
+    bad = {"w": ups[2]["w"].copy()}
+    bad["w"][0, 0] = np.nan
+    with pytest.raises(InputError, match="Client 42"):
+        strat.aggregate_train(1, [_msg(1, ups[0]), _msg(42, bad)])
+    with pytest.raises(InputError, match="more than once"):
+        strat.aggregate_train(1, [_msg(1, ups[0]), _msg(1, ups[1])])
+    with pytest.raises(ConfigError):
+        FedCEOStrategy(lam=0.0)
+
+
+def test_strategy_restart_rule_sends_stored_models(flwr_env):
+    from flwr.app import Array, ArrayRecord, ConfigRecord
+
+    from trustlab.methods.fedceo import FedCEOStrategy
+
+    class Grid:
+        def get_node_ids(self):
+            return [1, 2]
+
+    strat = FedCEOStrategy(lam=1.0, interval=2, restart=True, fraction_evaluate=0.0)
+    strat.client_models = {1: {"w": np.full((2, 2), 5.0)}}
+    glob = ArrayRecord({"w": Array(np.zeros((2, 2)))})
+    msgs = {m.metadata.dst_node_id: m for m in strat.configure_train(3, glob, ConfigRecord({}), Grid())}
+    assert np.all(msgs[1].content["arrays"]["w"].numpy() == 5.0)
+    assert np.all(msgs[2].content["arrays"]["w"].numpy() == 0.0)
+    msgs = {m.metadata.dst_node_id: m for m in strat.configure_train(2, glob, ConfigRecord({}), Grid())}
+    assert np.all(msgs[1].content["arrays"]["w"].numpy() == 0.0)
+
+
+def test_udp_mod_privatises_train_replies(flwr_env):
+    from trustlab.methods.fedceo import UDP, udp_mod
+
+    mod = udp_mod(UDP(sigma=0.0, clip=1.0))
+
+    def call_next(msg, ctxt):
+        return _msg(3, {"w": np.full((4, 4), 2.0)})
+
+    from flwr.app import Array, ArrayRecord, ConfigRecord, Message, RecordDict
+
+    incoming = Message(RecordDict({"arrays": ArrayRecord({"w": Array(np.zeros((4, 4)))}), "config": ConfigRecord({})}),
+                       dst_node_id=3, message_type="train")
+    out = mod(incoming, None, call_next)
+    assert np.isclose(np.linalg.norm(out.content["arrays"]["w"].numpy()), 1.0)
+
+
+@pytest.mark.slow
+def test_flower_simulation_two_clients():
+    pytest.importorskip("ray")
+    import torch
+    from flwr.app import Array, ArrayRecord, Context, Message, MetricRecord, RecordDict
+    from flwr.clientapp import ClientApp
+    from flwr.serverapp import Grid, ServerApp
+    from flwr.simulation import run_simulation
+
+    from trustlab.methods.fedceo import BiasFreeMLP, FedCEOStrategy
+
+    client_app = ClientApp()
+
+    @client_app.train()
+    def train(msg: Message, context: Context) -> Message:
+        node = int(context.node_config.get("partition-id", 0))
+        out = {k: Array(v.numpy() + 0.01 * (node + 1)) for k, v in msg.content["arrays"].items()}
+        return Message(RecordDict({"arrays": ArrayRecord(out), "metrics": MetricRecord({"num-examples": 10})}),
+                       reply_to=msg)
+
+    result: dict = {}
+    server_app = ServerApp()
+
+    @server_app.main()
+    def main(grid: Grid, context: Context) -> None:
+        strategy = FedCEOStrategy(lam=5.0, fraction_evaluate=0.0, min_train_nodes=2, min_available_nodes=2)
+        res = strategy.start(grid=grid, initial_arrays=ArrayRecord({k: Array(v.detach().numpy()) for k, v in BiasFreeMLP(8, 4, 3).state_dict().items()}), num_rounds=2)
+        result["arrays"] = res.arrays
+        result["taus"] = dict(strategy.taus)
+
+    torch.manual_seed(0)
+    run_simulation(server_app=server_app, client_app=client_app, num_supernodes=2,
+                   backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}, "init_args": {"num_cpus": 2}})
+    assert result["taus"] == {1: 0.1, 2: 0.1}
+    assert set(result["arrays"].keys()) == {"fc1.weight", "fc2.weight"}
