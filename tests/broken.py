@@ -84,6 +84,12 @@ class OrderDependentAggregator(ToyAggregator):
         return {k: 0.5 * v + 0.5 * updates[0][k] for k, v in mean.items()}
 
 
+class OrderDependentShrinker(OrderDependentAggregator):
+    """Declares itself a shrinking denoiser: the order-invariance check must still apply."""
+
+    tags: ClassVar[dict[str, Any]] = {"consensus_fixed_point": False}
+
+
 class SumAggregator(ToyAggregator):
     def _aggregate(self, updates: list[dict[str, np.ndarray]], weights: np.ndarray) -> dict[str, np.ndarray]:
         return {k: sum(u[k] for u in updates) for k in updates[0]}
@@ -129,6 +135,7 @@ BROKEN = {
     UnnormalisedProba: "check_role_invariants",
     Unpicklable: "check_pickle_roundtrip",
     OrderDependentAggregator: "check_role_invariants",
+    OrderDependentShrinker: "check_role_invariants",
     SumAggregator: "check_role_invariants",
     OverBudgetAttack: "check_role_invariants",
     LeakyModelEdit: "check_role_invariants",
