@@ -214,3 +214,51 @@ def test_build_pipeline_is_deterministic(data):
     a = build_pipeline(cfg, X.shape[1]).fit(X, y).predict_proba(X)
     b = build_pipeline(cfg, X.shape[1]).fit(X, y).predict_proba(X)
     assert np.array_equal(a, b)
+
+
+def test_achievable_drop_same_effort_per_feature(ctx):
+    from trustlab.methods.xhacking import achievable_drop
+
+    out = achievable_drop(None, None, ["t0", "t1"], budget=5, seeds=(0, 1), search_space=tiny_space(),
+                          n_startup_trials=2, context=ctx)
+    assert set(out) == {"t0", "t1"}
+    for name, v in out.items():
+        j = ctx.names.index(name)
+        assert v["reference_share"] == ctx.reference["share"][j]
+        assert len(v["drops"]) == len(v["min_share"]) == len(v["n_defensible"]) == 2
+        assert v["drop"] == pytest.approx(np.mean(v["drops"])) and v["drop_max"] == max(v["drops"])
+        for d, m, best in zip(v["drops"], v["min_share"], v["best_trial"]):
+            assert 0.0 <= d <= 1.0 and m <= v["reference_share"]
+            assert d == pytest.approx(1 - m / v["reference_share"])
+            if best is None:  # nothing defensible beat the reference: drop 0, never negative
+                assert d == 0.0
+            else:  # the minimum is attained by a stored, recomputable configuration
+                assert ctx.evaluate(best)["share"][j] == pytest.approx(m, abs=1e-12)
+    again = achievable_drop(None, None, ["t1"], budget=5, seeds=(0, 1), search_space=tiny_space(),
+                            n_startup_trials=2, context=ctx)
+    assert again["t1"]["drops"] == out["t1"]["drops"]
+
+
+def test_achievable_drop_bad_inputs(ctx, data):
+    from trustlab.methods.xhacking import achievable_drop
+
+    with pytest.raises(ConfigError, match="'seeds'"):
+        achievable_drop(None, None, ["t1"], budget=2, seeds=(), context=ctx, search_space=tiny_space())
+    with pytest.raises(UnknownNameError):
+        achievable_drop(None, None, ["nope"], budget=2, context=ctx, search_space=tiny_space())
+    X, y, names = data  # without a context: built from the keyword arguments
+    out = achievable_drop(X, y, [0], budget=3, sampler="random", search_space=tiny_space(), feature_names=names,
+                          n_background=15, n_explain=15)
+    assert list(out) == ["t0"] and out["t0"]["drop"] >= 0.0
+
+
+def test_experiment_config_validation():
+    from trustlab.core.exceptions import ConfigError as CE
+    from trustlab.experiments.xhacking import Config
+
+    Config.quick().validate()
+    Config.default().validate()
+    with pytest.raises(CE):
+        Config(synth_space="lr-only").validate()
+    with pytest.raises(CE):
+        Config(vuln_seeds=()).validate()

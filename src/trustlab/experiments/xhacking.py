@@ -31,15 +31,21 @@ class Config(ExperimentConfig):
     n_background: int = 30
     n_explain: int = 30
     synth_n: int = 1500
-    synth_reference: str = "lr"      # reference pipeline on the (linear) synthetic data: "lr" or "rf"
-    synth_space: str = "linear"      # search space on the synthetic data: "linear" (LR family) or "standard"
+    # The synthetic label is a linear threshold of the factors, so the natural baseline is an L2 logistic
+    # regression (held-out 0.91 vs 0.86 for the 100-tree RF at synth_n=1000): "within eps of an RF" would admit
+    # pipelines clearly worse than a standard baseline. The search space is the standard one (as on the real
+    # data sets); "linear" (LR family only) is kept as an option.
+    synth_reference: str = "lr"      # reference pipeline on the synthetic data: "lr" or "rf"
+    synth_space: str = "standard"    # search space on the synthetic data: "standard" or "linear" (LR family)
     synth_rhos: tuple[float, ...] = (0.0, 0.5, 0.8, 0.95)
     synth_independent: int = 4
     eps: float = 0.01
     kappa: float = 0.25
     hack_budget: int = 30            # claim 1b: TPE trials on breast_cancer (and wine/diabetes)
     other_datasets: bool = True      # also attack the top feature of wine (0 vs rest) and diabetes (median)
-    audit_explore: int = 60          # claim 1a/4: shared random trials of the synthetic audit
+    audit_explore: int = 60          # claim 4: shared random trials of the synthetic audit
+    vuln_budget: int = 40            # claim 1a: trials of the directed minimisation, per feature and seed
+    vuln_seeds: tuple[int, ...] = (0, 1, 2)  # claim 1a: the same seeds for every feature (drop = mean over seeds)
     control_budget: int = 25         # claim 3: trials per seed and sampler on the control feature
     speed_eps: float = 0.005         # claim 2: tighter eps / kappa (random success rare)
     speed_kappa: float = 0.2
@@ -51,21 +57,29 @@ class Config(ExperimentConfig):
     @classmethod
     def quick(cls) -> Config:
         return cls(n_background=15, n_explain=15, synth_n=1000, hack_budget=12, other_datasets=False,
-                   audit_explore=30, control_budget=6, run_speed=False, startup=5)
+                   audit_explore=30, control_budget=6, run_speed=False, startup=5, vuln_budget=30,
+                   vuln_seeds=(0,))
 
     @classmethod
     def paper(cls) -> Config:
         """Closer to the paper's effort (23 OpenML-CC18 sets are not bundled; budgets x4)."""
-        return cls(hack_budget=120, audit_explore=240, control_budget=100, speed_budget=150,
+        return cls(hack_budget=120, audit_explore=240, control_budget=100, speed_budget=150, vuln_budget=150,
+                   vuln_seeds=(0, 1, 2, 3, 4),
                    n_background=100, n_explain=100, seeds=tuple(range(10)))
 
     def validate(self) -> None:
         super().validate()
-        from trustlab.core.constraints import Interval, validate_value
+        from trustlab.core.constraints import Interval, Options, validate_value
 
-        for name in ("hack_budget", "audit_explore", "control_budget", "speed_budget", "n_background"):
+        for name in ("hack_budget", "audit_explore", "control_budget", "speed_budget", "n_background", "vuln_budget"):
             validate_value("xhacking.Config", name, getattr(self, name), [Interval(int, 1, None)])
         validate_value("xhacking.Config", "eps", self.eps, [Interval(float, 0, 1)])
+        validate_value("xhacking.Config", "synth_reference", self.synth_reference, [Options(["lr", "rf"])])
+        validate_value("xhacking.Config", "synth_space", self.synth_space, [Options(["standard", "linear"])])
+        if not self.vuln_seeds:
+            from trustlab.core.exceptions import ConfigError
+
+            raise ConfigError("The 'vuln_seeds' field of xhacking.Config must name at least one seed. Got () instead.")
 
 
 def _load(name: str) -> tuple[Any, Any, list[str]]:
@@ -100,8 +114,10 @@ def _run(cfg: Config, ctx: RunContext) -> Result:
         SearchContext,
         SearchSpace,
         XHackingAudit,
+        achievable_drop,
         default_space,
         make_redundant_classification,
+        redundancy,
         reference_config,
         speedup_ci,
         tts_summary,
@@ -128,7 +144,7 @@ def _run(cfg: Config, ctx: RunContext) -> Result:
         res.summary[f"{name}_top_share_ratio"] = r.achieved_ratio
         ctx.check_budget(f"attack {name}")
 
-    # -- claim 1a and 4: exploration audit on the synthetic redundancy data --------------------------------
+    # -- claim 1a: directed minimisation of every informative synthetic feature (same budget, same seeds) ----
     Xs, ys, info = make_redundant_classification(cfg.synth_n, cfg.synth_rhos, cfg.synth_independent,
                                                  random_state=cfg.seeds[0])
     sn = [d["name"] for d in info]
@@ -136,21 +152,34 @@ def _run(cfg: Config, ctx: RunContext) -> Result:
         "imputer": "mean", "scaler": "standard", "selector": "none", "transform": "none", "model": "lr",
         "lr_C": 1.0, "lr_penalty": "l2", "seed": cfg.seeds[0]}
     sspace = default_space() if cfg.synth_space == "standard" else SearchSpace(models=("lr",), transforms=("none",))
+    sctx = SearchContext(Xs, ys, settings, feature_names=sn, reference=sref, owner="xhacking")
+    informative = [d["name"] for d in info if d["role"] in ("target", "independent")]
+    vul = achievable_drop(None, None, informative, eps=cfg.eps, budget=cfg.vuln_budget, sampler="tpe",
+                          seeds=cfg.vuln_seeds, search_space=sspace, n_startup_trials=cfg.startup, context=sctx)
+    r2, drop = [], []
+    for f in informative:
+        red = redundancy(sctx.X_tr, sn.index(f), random_state=cfg.seeds[0])
+        v = vul[f]
+        r2.append(red)
+        drop.append(v["drop"])
+        res.add(method="tpe-min", dataset="synthetic", seed=cfg.vuln_seeds[0], metric="achievable_drop",
+                value=v["drop"], feature=f, redundancy=red, rho=next(d["rho"] for d in info if d["name"] == f),
+                drop_max=v["drop_max"], min_share=float(np.min(v["min_share"])), reference_share=v["reference_share"],
+                n_defensible=int(np.sum(v["n_defensible"])), n_seeds=len(cfg.vuln_seeds))
+    res.summary["synthetic_spearman"] = float(spearmanr(r2, drop).statistic) if np.ptp(drop) > 0 else float("nan")
+    tg = [k for k, f in enumerate(informative) if f.startswith("t")]
+    res.summary["synthetic_spearman_targets_only"] = float(spearmanr([r2[k] for k in tg], [drop[k] for k in tg])
+                                                           .statistic) if np.ptp([drop[k] for k in tg]) > 0 else float("nan")
+    res.summary["synthetic_reference_score"] = sctx.reference["score"]
+    res.summary["synthetic_vuln_defensible_trials"] = int(sum(np.sum(vul[f]["n_defensible"]) for f in informative))
+    res.summary["synthetic_vuln_trials"] = cfg.vuln_budget * len(cfg.vuln_seeds) * len(informative)
+    ctx.check_budget("synthetic directed minimisation")
+
+    # -- claim 4: exploration audit on the synthetic data, every endpoint refitted --------------------------
     audit = XHackingAudit(features=None, eps=cfg.eps, budget=0, n_explore=cfg.audit_explore, reference=sref,
                           search_space=sspace,
                           n_background=cfg.n_background, n_explain=cfg.n_explain, random_state=cfg.seeds[0])
     rep = audit.audit(Xs, ys, feature_names=sn)
-    informative = [d["name"] for d in info if d["role"] in ("target", "independent")]
-    r2, drop = [], []
-    for f in rep.features:
-        if f.name in informative:
-            d = 1.0 - f.min_share / f.reference_share if f.reference_share > 0 else 0.0
-            r2.append(f.redundancy)
-            drop.append(d)
-            res.add(method="audit", dataset="synthetic", seed=cfg.seeds[0], metric="achievable_drop", value=d,
-                    feature=f.name, redundancy=f.redundancy, min_share=f.min_share, max_share=f.max_share,
-                    reference_share=f.reference_share)
-    res.summary["synthetic_spearman"] = float(spearmanr(r2, drop).statistic)
     res.summary["synthetic_audit_trials"] = rep.n_trials
     res.summary["synthetic_audit_defensible"] = rep.n_defensible
     ver = verify_report(rep, Xs, ys)
@@ -163,7 +192,6 @@ def _run(cfg: Config, ctx: RunContext) -> Result:
     ctx.check_budget("synthetic audit")
 
     # -- claim 3: control feature t0 (rho = 0), both samplers, every seed ---------------------------------
-    sctx = SearchContext(Xs, ys, settings, feature_names=sn, reference=sref, owner="xhacking")
     for smp in ("tpe", "random"):
         tts = []
         for seed in ctx.progress(cfg.seeds, desc=f"control {smp}"):
@@ -206,7 +234,7 @@ def _run(cfg: Config, ctx: RunContext) -> Result:
 
 def _c1a(r: Result) -> tuple[Any, ...]:
     v = r.summary["synthetic_spearman"]
-    return v >= 0.6, v, 0.6
+    return bool(v is not None and np.isfinite(v) and v >= 0.6), v, 0.6
 
 
 def _c1b(r: Result) -> tuple[Any, ...]:
@@ -235,7 +263,10 @@ def _c4(r: Result) -> tuple[Any, ...]:
 CLAIMS = [
     Claim("C1a", "Redundancy predicts vulnerability: Spearman(R^2_f, achievable SHAP-share drop within eps=0.01) "
           ">= 0.6 over the informative synthetic features", _c1a,
-          scale_note="achievable drop from the audit's shared random exploration (equal effort for every feature)"),
+          scale_note="achievable drop = 1 - min defensible share / reference share from a directed TPE minimisation "
+          "of each feature's share, the same budget and seeds for every feature (quick: 30 trials x 1 seed; "
+          "default: 40 x 3, drop averaged over seeds); standard space, L2-LR reference; 8 informative features "
+          "(4 targets with rho in {0, .5, .8, .95} and 4 independent), so 5 have R^2 ~ 0 and tie up to noise"),
     Claim("C1b", "breast_cancer's top-SHAP feature can be pushed to <= 25% of its reference share within eps=0.01",
           _c1b, scale_note="TPE search on the standard space, held-out accuracy, reference = 100-tree RF"),
     Claim("C2", "TPE beats random: median trials-to-first-success ratio (random / TPE) >= 1.5 for >= 1 "

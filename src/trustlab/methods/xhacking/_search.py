@@ -22,7 +22,7 @@ from trustlab.core.exceptions import ConfigError
 from trustlab.methods.xhacking._problem import EvalSettings, SearchContext, resolve_feature
 from trustlab.methods.xhacking._space import SearchSpace, default_space
 
-__all__ = ["xhack", "XHackResult", "make_sampler", "is_success", "check_eps"]
+__all__ = ["xhack", "XHackResult", "make_sampler", "is_success", "check_eps", "achievable_drop"]
 
 _STARTUP_DEFAULT = 10
 
@@ -226,3 +226,75 @@ def xhack(X: Any, y: Any, target_feature: Any, *, goal: str = "minimise", eps: f
         pick = max if (goal == "maximise") ^ (metric == "rank" and goal != "flip") else min
         result.best = pick(defensible, key=lambda t: _objective_value(t, ref, j, goal, metric))
     return result
+
+
+def achievable_drop(X: Any, y: Any, features: Any, *, eps: float = 0.01, budget: int = 30, sampler: str = "tpe",
+                    seeds: Any = (0,), search_space: SearchSpace | None = None, metric: str = "shap_share",
+                    n_startup_trials: int | None = None, context: SearchContext | None = None,
+                    **context_kwargs: Any) -> dict[str, dict[str, Any]]:
+    """Vulnerability of each feature: the SHAP-share drop a *directed* minimisation reaches within ``eps``.
+
+    For every feature ``f`` and every seed ``s`` one ``xhack(goal="minimise")`` search with the same
+    ``budget``, sampler, space and seed is run on one shared evaluation context (so every feature gets
+    exactly the same effort; with a shared seed the start-up trials coincide and are evaluated once).
+    The drop of one search is ``max(0, 1 - min_defensible E_f / E_f(ref))``: the reference itself is
+    defensible, so a search that finds nothing better reports 0, never a negative drop.
+
+    Parameters
+    ----------
+    X, y : array-like
+        Data (ignored when ``context`` is given).
+    features : list of str or int
+        Features to measure.
+    eps, budget, sampler, search_space, metric, n_startup_trials :
+        As in :func:`xhack`; ``metric="shap_share"`` is the only meaningful choice for a drop in share.
+    seeds : sequence of int
+        Seeds of the searches, the same for every feature.
+    context : SearchContext, optional
+        Shared split / reference / cache; otherwise built from ``context_kwargs`` (``feature_names``,
+        ``reference``, ``n_background``, ``n_explain``, ``test_size``, ``explain_on``, ``scoring``,
+        ``random_state``).
+
+    Returns
+    -------
+    dict
+        Per feature name: ``drop`` (mean over seeds), ``drop_max``, ``drops`` (per seed), ``min_share``
+        (per seed), ``reference_share``, ``n_defensible`` (per seed, excluding the reference) and
+        ``best_trial`` (per seed: the configuration reaching the minimum, None when it is the reference).
+
+    Examples
+    --------
+    >>> from trustlab.methods.xhacking import achievable_drop, make_redundant_classification, tiny_space
+    >>> X, y, info = make_redundant_classification(300, rhos=(0.0, 0.95), n_independent=0)
+    >>> out = achievable_drop(X, y, ["t0", "t1"], budget=6, search_space=tiny_space(),
+    ...                       feature_names=[d["name"] for d in info], n_startup_trials=3)  # doctest: +SKIP
+    >>> out["t1"]["drop"] >= 0  # doctest: +SKIP
+    True
+    """
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ConfigError("The 'seeds' argument of achievable_drop must name at least one seed. Got [] instead.")
+    if context is None:
+        rs = int(context_kwargs.pop("random_state", 0))
+        names = context_kwargs.pop("feature_names", None)
+        ref = context_kwargs.pop("reference", None)
+        settings = EvalSettings(split_seed=rs, model_seed=rs, **context_kwargs)
+        context = SearchContext(X, y, settings, feature_names=names, reference=ref, owner="achievable_drop")
+    out: dict[str, dict[str, Any]] = {}
+    for f in features:
+        j = resolve_feature(f, context.names, "achievable_drop")
+        e_ref = float(context.reference["share"][j])
+        drops, mins, ndef, bests = [], [], [], []
+        for s in seeds:
+            r = xhack(None, None, j, goal="minimise", eps=eps, sampler=sampler, budget=budget,
+                      search_space=search_space, metric=metric, n_startup_trials=n_startup_trials,
+                      random_state=s, context=context)
+            m = e_ref if r.best is None else min(e_ref, float(r.best["share"][j]))
+            mins.append(m)
+            drops.append(max(0.0, 1.0 - m / e_ref) if e_ref > 0 else 0.0)
+            ndef.append(int(sum(t["defensible"] for t in r.trials)))
+            bests.append(None if r.best is None or m == e_ref else dict(r.best["config"]))
+        out[context.names[j]] = {"drop": float(np.mean(drops)), "drop_max": float(np.max(drops)), "drops": drops,
+                                 "min_share": mins, "reference_share": e_ref, "n_defensible": ndef,
+                                 "best_trial": bests}
+    return out
