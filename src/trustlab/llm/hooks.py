@@ -1,0 +1,480 @@
+"""Tracing and editing the real HF model with plain forward / forward-pre hooks.
+
+:func:`trace` captures canonical sites (see :mod:`trustlab.llm.sites`), applies edits, and can stop the
+forward after the last needed block. Every hook is removed when the ``with`` block exits, also when the
+forward raises. Helpers built on it live in ``trustlab.llm._interventions`` (:func:`run_with_cache`,
+:func:`patch_activations`, :func:`ablate_heads`) and ``trustlab.llm._patching`` (:func:`patch_all_heads`);
+import them from ``trustlab.llm``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.exceptions import ConfigError, InputError, UnknownNameError, did_you_mean
+from trustlab.core.optional import require
+from trustlab.llm.sites import Site, arch_spec, check_head, dims, get_module, resolve_sites, unwrap
+
+torch = require("torch", purpose="trustlab.llm hooks")
+
+__all__ = ["Edit", "Trace", "trace", "active_hooks"]
+
+_MODES = ("replace", "add", "scale", "zero")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """An intervention at one site.
+
+    Parameters
+    ----------
+    site : str
+        Canonical site name (``blocks.{i}.head_out`` for per-head edits).
+    value : tensor, float, callable or None
+        The new value (``replace``), the addend (``add``) or the factor (``scale``); broadcast against the
+        activation (``[B, T, d]``, or ``[B, T, n_heads, d_head]`` for ``head_out``). A callable receives
+        the activation and returns the value. Unused for ``zero``.
+    mode : {"replace", "add", "scale", "zero"}, default="replace"
+    positions : int, sequence of int, slice, bool tensor [B, T], int tensor [B], or None
+        Sequence positions to edit (None: all). An int tensor of shape ``[B]`` gives one position per row
+        (e.g. :func:`~trustlab.llm.last_positions`); plain ints index the padded sequence.
+    heads : int or sequence of int, optional
+        Heads to edit (``head_out`` only; None: all heads).
+
+    Example
+    -------
+    >>> Edit("blocks.0.head_out", mode="zero", heads=[1, 2], positions=-1).mode
+    'zero'
+    """
+
+    site: str
+    value: Any = None
+    mode: str = "replace"
+    positions: Any = None
+    heads: int | Sequence[int] | None = None
+
+
+class _StopForward(Exception):
+    """Raised by the stop hook; caught by the owning Trace."""
+
+    def __init__(self, owner: Trace) -> None:
+        super().__init__("forward stopped by trustlab.llm.trace")
+        self.owner = owner
+
+
+def _position_mask(positions: Any, batch: int, seq: int, device: Any) -> Any:
+    """Bool mask [B, T] of the positions to edit (None when all positions are edited)."""
+    if positions is None:
+        return None
+    if isinstance(positions, np.ndarray):
+        positions = torch.from_numpy(positions)
+    if isinstance(positions, torch.Tensor):
+        if positions.dtype == torch.bool:
+            if tuple(positions.shape) != (batch, seq):
+                raise InputError(
+                    f"A boolean 'positions' mask must have shape [batch, seq] = [{batch}, {seq}]. "
+                    f"Got {list(positions.shape)} instead."
+                )
+            return positions.to(device)
+        if positions.ndim == 1 and positions.shape[0] == batch and not positions.is_floating_point():
+            pos = positions.to(device=device, dtype=torch.long)
+            pos = torch.where(pos < 0, pos + seq, pos)
+            if bool(((pos < 0) | (pos >= seq)).any()):
+                raise InputError(
+                    f"Per-row 'positions' must be in [-{seq}, {seq - 1}] for a sequence of {seq}. "
+                    f"Got {positions.tolist()} instead."
+                )
+            mask = torch.zeros(batch, seq, dtype=torch.bool, device=device)
+            mask[torch.arange(batch, device=device), pos] = True
+            return mask
+        positions = positions.tolist()
+    mask = torch.zeros(batch, seq, dtype=torch.bool, device=device)
+    if isinstance(positions, slice):
+        mask[:, positions] = True
+        return mask
+    items = [positions] if isinstance(positions, int | np.integer) else list(positions)
+    for p in items:
+        if isinstance(p, bool) or not isinstance(p, int | np.integer) or not -seq <= int(p) < seq:
+            raise InputError(
+                f"Edit positions must be ints in [-{seq}, {seq - 1}] for a sequence of {seq} tokens. "
+                f"Got {p!r} instead."
+            )
+        mask[:, int(p)] = True
+    return mask
+
+
+class _EditSpec:
+    """A validated edit bound to a site."""
+
+    def __init__(self, edit: Edit | Callable[[Any], Any], site: Site, n_heads: int, model: Any) -> None:
+        self.fn = None
+        if callable(edit) and not isinstance(edit, Edit):
+            self.fn = edit
+            return
+        if edit.mode not in _MODES:
+            raise ConfigError(
+                f"The 'mode' of an Edit must be one of {list(_MODES)}. Got {edit.mode!r} instead."
+                + did_you_mean(str(edit.mode), _MODES)
+            )
+        if edit.mode != "zero" and edit.value is None:
+            raise ConfigError(f"An Edit with mode={edit.mode!r} needs a 'value'. Got None instead.")
+        self.heads = None
+        if edit.heads is not None:
+            if site.kind != "head_out":
+                raise ConfigError(
+                    f"'heads' can only be given for 'head_out' sites. Got heads={edit.heads!r} for {site.name!r}."
+                )
+            heads = [edit.heads] if isinstance(edit.heads, int | np.integer) else list(edit.heads)
+            self.heads = [
+                check_head(model, h, owner=f"head index of the edit at {site.name!r}") for h in heads
+            ]
+        self.mode, self.value, self.positions = edit.mode, edit.value, edit.positions
+
+    def __call__(self, act: Any, head_view: bool) -> Any:
+        if self.fn is not None:
+            new = self.fn(act)
+            if not isinstance(new, torch.Tensor) or new.shape != act.shape:
+                got = tuple(new.shape) if isinstance(new, torch.Tensor) else type(new).__name__
+                raise InputError(
+                    f"An edit function must return a tensor of the activation's shape {tuple(act.shape)}. "
+                    f"Got {got} instead."
+                )
+            return new
+        batch, seq = act.shape[0], act.shape[1]
+        pos = _position_mask(self.positions, batch, seq, act.device)
+        mask = None
+        if pos is not None:
+            mask = pos[:, :, None, None] if head_view else pos[:, :, None]
+        if self.heads is not None:
+            hm = torch.zeros(act.shape[-2], dtype=torch.bool, device=act.device)
+            hm[self.heads] = True
+            hm = hm[:, None]
+            mask = hm if mask is None else mask & hm
+        if self.mode == "zero":
+            return act.masked_fill(mask, 0.0) if mask is not None else torch.zeros_like(act)
+        value = self.value(act) if callable(self.value) else self.value
+        value = torch.as_tensor(value, dtype=act.dtype, device=act.device)
+        try:
+            shape = torch.broadcast_shapes(value.shape, act.shape)
+        except RuntimeError:
+            shape = None
+        if shape != act.shape:
+            raise InputError(
+                f"An edit value of shape {tuple(value.shape)} does not broadcast to the activation shape "
+                f"{tuple(act.shape)}."
+            )
+        if self.mode == "replace":
+            return torch.where(mask, value, act) if mask is not None else value.expand_as(act).clone()
+        if self.mode == "add":
+            return act + (torch.where(mask, value, torch.zeros_like(value)) if mask is not None else value)
+        return act * (torch.where(mask, value, torch.ones_like(value)) if mask is not None else value)
+
+
+def _normalise_edits(edit: Any) -> list[tuple[str, Any]]:
+    if edit is None:
+        return []
+    if isinstance(edit, Edit):
+        return [(edit.site, edit)]
+    if isinstance(edit, Mapping):
+        out = []
+        for site, e in edit.items():
+            if isinstance(e, Edit):
+                if e.site != site:
+                    raise ConfigError(f"An Edit stored under {site!r} targets {e.site!r}; use the same site.")
+                out.append((site, e))
+            elif callable(e):
+                out.append((site, e))
+            else:
+                out.append((site, Edit(site, e, "replace")))
+        return out
+    if isinstance(edit, Iterable) and not isinstance(edit, str):
+        items = list(edit)
+        if all(isinstance(e, Edit) for e in items):
+            return [(e.site, e) for e in items]
+    raise ConfigError(
+        "The 'edit' argument of trace must be an Edit, a sequence of Edits, or a mapping site -> "
+        f"(Edit | callable | value). Got {type(edit).__name__} instead."
+    )
+
+
+class Trace(contextlib.AbstractContextManager):
+    """Hooks on ``model`` that capture and edit sites; use through :func:`trace`.
+
+    Captured tensors are read with ``tr[site]`` after the forward (the value after any edit at that
+    site; ``head_out`` as ``[B, T, n_heads, d_head]``). When several forwards run inside the block (e.g.
+    ``generate``), each capture holds the last one.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        sites: str | Sequence[str] = (),
+        edit: Any = None,
+        stop_after: int | str | None = None,
+        detach: bool = True,
+    ) -> None:
+        self.model = model
+        inner = unwrap(model)
+        arch_spec(inner)
+        d = dims(inner)
+        self._n_heads, self._d_head = d.n_heads, d.d_head
+        self.sites = resolve_sites(inner, sites)
+        self._edits: dict[str, list[_EditSpec]] = {}
+        edit_sites = {}
+        for name, e in _normalise_edits(edit):
+            site = resolve_sites(inner, name)[0]
+            if not site.editable:
+                raise ConfigError(
+                    f"The site {name!r} is capture-only; editing it would not change the forward. "
+                    "Edit the neighbouring residual or branch site instead."
+                )
+            self._edits.setdefault(name, []).append(_EditSpec(e, site, d.n_heads, inner))
+            edit_sites[name] = site
+        self._all_sites = {s.name: s for s in self.sites} | edit_sites
+        self._capture = {s.name for s in self.sites}
+        self.detach = detach
+        self._stop_path = self._stop_target(inner, stop_after, d.n_layers)
+        self._inner = inner
+        self._handles: list[Any] = []
+        self._store: dict[str, Any] = {}
+        self.stopped = False
+
+    def _stop_target(self, inner: Any, stop_after: Any, n_layers: int) -> str | None:
+        spec = arch_spec(inner)
+        sites = list(self._all_sites.values())
+        if stop_after is None:
+            return None
+        if stop_after == "auto":
+            if not sites or any(s.kind == "logits" for s in sites):
+                return None
+            layers = [s.layer for s in sites if s.layer is not None]
+            if not layers:
+                return spec.embed
+            return f"{spec.layers}.{max(layers)}"  # for the last block this still skips norm and head
+        if isinstance(stop_after, bool) or not isinstance(stop_after, int | np.integer):
+            raise ConfigError(
+                f"The 'stop_after' argument of trace must be None, 'auto' or a block index in [0, {n_layers - 1}]."
+                f" Got {stop_after!r} instead."
+            )
+        if not 0 <= int(stop_after) < n_layers:
+            raise InputError(
+                f"The 'stop_after' argument of trace must be a block index in [0, {n_layers - 1}]. "
+                f"Got {stop_after} instead."
+            )
+        late = [s.name for s in sites if s.kind == "logits" or (s.layer is not None and s.layer > stop_after)]
+        if late:
+            raise ConfigError(
+                f"The sites {late} lie after block stop_after={stop_after}, so they would never be reached. "
+                "Raise stop_after or use stop_after='auto'."
+            )
+        return f"{spec.layers}.{int(stop_after)}"
+
+    # ---------------------------------------------------------------------------------------- hooks
+    def _fwd_hook(self, site: Site) -> Callable[..., Any]:
+        edits = self._edits.get(site.name, [])
+        capture = site.name in self._capture
+        index = site.index
+
+        if site.kind == "logits":
+            return self._logits_hook(site, edits, capture)
+
+        def hook(module: Any, args: Any, output: Any) -> Any:
+            is_tuple = isinstance(output, tuple)
+            i = (index or 0) if is_tuple else None
+            act = output[i] if is_tuple else output
+            new = act
+            for e in edits:
+                new = e(new, False)
+            if capture:
+                self._store[site.name] = new.detach() if (self.detach and new is not None) else new
+            if new is act:
+                return None
+            return (*output[:i], new, *output[i + 1 :]) if is_tuple else new
+
+        hook._trustlab_hook = True  # type: ignore[attr-defined]
+        return hook
+
+    def _logits_hook(self, site: Site, edits: list[_EditSpec], capture: bool) -> Callable[..., Any]:
+        def hook(module: Any, args: Any, output: Any) -> Any:
+            as_attr = hasattr(output, "logits")
+            act = output.logits if as_attr else (output[0] if isinstance(output, tuple) else output)
+            new = act
+            for e in edits:
+                new = e(new, False)
+            if capture:
+                self._store[site.name] = new.detach() if self.detach else new
+            if new is act:
+                return None
+            if as_attr:
+                output.logits = new
+                return output
+            return (new, *output[1:]) if isinstance(output, tuple) else new
+
+        hook._trustlab_hook = True  # type: ignore[attr-defined]
+        return hook
+
+    def _pre_hook(self, site: Site) -> Callable[..., Any]:
+        edits = self._edits.get(site.name, [])
+        capture = site.name in self._capture
+        head_view = site.kind == "head_out"
+        n_heads, d_head = self._n_heads, self._d_head
+
+        def hook(module: Any, args: Any, kwargs: Any) -> Any:
+            in_args = len(args) > 0
+            act = args[0] if in_args else kwargs.get("hidden_states", kwargs.get("input"))
+            view = act.unflatten(-1, (n_heads, d_head)) if head_view else act
+            new = view
+            for e in edits:
+                new = e(new, head_view)
+            if capture:
+                self._store[site.name] = new.detach() if self.detach else new
+            if new is view:
+                return None
+            flat = new.flatten(-2) if head_view else new
+            if in_args:
+                return (flat, *args[1:]), kwargs
+            key = "hidden_states" if "hidden_states" in kwargs else "input"
+            return args, {**kwargs, key: flat}
+
+        hook._trustlab_hook = True  # type: ignore[attr-defined]
+        return hook
+
+    def _make_stop_hook(self) -> Callable[..., Any]:
+        def stop(module: Any, args: Any, output: Any) -> None:
+            raise _StopForward(self)
+
+        stop._trustlab_hook = True  # type: ignore[attr-defined]
+        return stop
+
+    def __enter__(self) -> Trace:
+        self._store.clear()
+        self.stopped = False
+        try:
+            for site in self._all_sites.values():
+                module = get_module(self._inner, site.module_path)
+                if site.hook == "pre":
+                    h = module.register_forward_pre_hook(self._pre_hook(site), with_kwargs=True)
+                else:
+                    h = module.register_forward_hook(self._fwd_hook(site))
+                self._handles.append(h)
+            if self._stop_path is not None:
+                module = get_module(self._inner, self._stop_path)
+                self._handles.append(module.register_forward_hook(self._make_stop_hook()))
+        except BaseException:
+            self._remove()
+            raise
+        return self
+
+    def _remove(self) -> None:
+        while self._handles:
+            self._handles.pop().remove()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        self._remove()
+        if isinstance(exc, _StopForward) and exc.owner is self:
+            self.stopped = True
+            return True
+        return False
+
+    # ---------------------------------------------------------------------------------------- access
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the model inside the trace; returns its output, or None when the forward was stopped."""
+        if not self._handles:
+            raise ConfigError("Trace.run must be called inside the 'with trace(...)' block.")
+        try:
+            return self.model(*args, **kwargs)
+        except _StopForward as exc:
+            if exc.owner is not self:
+                raise
+            self.stopped = True
+            return None
+
+    def __getitem__(self, site: str) -> Any:
+        if site not in self._capture:
+            raise UnknownNameError(
+                f"The site {site!r} was not requested in this trace.{did_you_mean(site, sorted(self._capture))} "
+                f"Requested: {sorted(self._capture)}."
+            )
+        if site not in self._store:
+            raise UnknownNameError(
+                f"The site {site!r} was not reached: run the model inside the 'with' block "
+                "(a stop_after before it also skips it)."
+            )
+        value = self._store[site]
+        if value is None:
+            raise ConfigError(
+                f"The site {site!r} captured nothing: attention weights need "
+                "load_model(..., attn_implementation='eager')."
+            )
+        return value
+
+    def __contains__(self, site: object) -> bool:
+        return site in self._store
+
+    @property
+    def captured(self) -> dict[str, Any]:
+        """All captured tensors by site name."""
+        return dict(self._store)
+
+
+def trace(
+    model: Any,
+    sites: str | Sequence[str] = (),
+    edit: Any = None,
+    stop_after: int | str | None = None,
+    *,
+    detach: bool = True,
+) -> Trace:
+    """Capture and edit canonical sites during forwards of ``model`` (a context manager).
+
+    Parameters
+    ----------
+    model : causal LM
+        A supported HF causal LM (or a PEFT wrapper around one).
+    sites : str or sequence of str
+        Sites to capture, e.g. ``["blocks.3.resid_post", "blocks.3.head_out"]``.
+    edit : Edit, sequence of Edit, or mapping site -> (Edit | callable | value), optional
+        Interventions applied during the forward; a callable gets the activation and returns the new one.
+    stop_after : int, "auto" or None
+        Stop the forward after this block (the model call then raises inside the ``with`` block, which
+        the context manager swallows, so make it the block's last statement or use ``tr.run(...)``).
+        ``"auto"``: after the last block any site needs.
+    detach : bool, default=True
+        Store captured tensors detached (False keeps them in the autograd graph).
+
+    Example
+    -------
+    >>> from trustlab.llm import tiny_random_llama
+    >>> model, tok = tiny_random_llama()
+    >>> ids = tok(["The cat sat"], return_tensors="pt").input_ids
+    >>> with trace(model, ["blocks.0.head_out"], stop_after="auto") as tr:
+    ...     out = tr.run(ids)
+    >>> out is None, tuple(tr["blocks.0.head_out"].shape[-2:])
+    (True, (9, 8))
+    """
+    return Trace(model, sites, edit=edit, stop_after=stop_after, detach=detach)
+
+
+def active_hooks(model: Any, *, trustlab_only: bool = True) -> int:
+    """Number of hooks registered anywhere in ``model`` (by default only those trustlab.llm installed).
+
+    transformers installs its own output-capturing hooks on first forward; ``trustlab_only=False``
+    counts those too (compare counts before and after instead of expecting 0).
+
+    Example
+    -------
+    >>> from trustlab.llm import tiny_random_llama
+    >>> active_hooks(tiny_random_llama()[0])
+    0
+    """
+    total = 0
+    for m in model.modules():
+        for attr in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
+            for fn in (getattr(m, attr, None) or {}).values():
+                total += 1 if not trustlab_only or getattr(fn, "_trustlab_hook", False) else 0
+    return total

@@ -1,0 +1,210 @@
+"""Frozen-prefix replay: cache ``hidden_states[L - K]`` once, then run only the top K blocks + norm + head.
+
+The bottom ``L - K`` blocks run once under ``no_grad``; every later forward (and backward) touches only
+the top ``K`` blocks, so top-K LoRA training or late-layer interventions cost about ``K / L`` of a full
+pass. Replay builds the causal mask and rotary embeddings explicitly (transformers 5.x computes them in
+the model's forward, not in the blocks) and equals a full forward to float precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.exceptions import ConfigError, InputError
+from trustlab.core.optional import require
+from trustlab.llm._batching import encode_texts, pad_batch, position_ids_from_mask
+from trustlab.llm.sites import arch_spec, base_model, dims, get_module, model_device, unwrap
+
+torch = require("torch", purpose="trustlab.llm PrefixCache")
+
+__all__ = ["PrefixCache", "replay_blocks"]
+
+
+def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: Any) -> Any:
+    """Per-layer (mask, rotary) getter for ``hidden`` [B, T, d], as the model's own forward builds them."""
+    tf = require("transformers", purpose="trustlab.llm PrefixCache")
+    masking = tf.masking_utils
+    inner = unwrap(model)
+    spec = arch_spec(inner)
+    config = inner.config
+    rotary = get_module(inner, spec.rotary)
+    # positional arguments: the cache argument was renamed (past_key_values -> cache) in transformers 5.x
+    full = masking.create_causal_mask(config, hidden, attention_mask, None, position_ids)
+    if not spec.sliding_layers:
+        pe = rotary(hidden, position_ids)
+        return lambda i: (full, pe)
+    sliding = masking.create_sliding_window_causal_mask(config, hidden, attention_mask, None, position_ids)
+    masks = {"full_attention": full, "sliding_attention": sliding}
+    types = list(config.layer_types)
+    pes = {t: rotary(hidden, position_ids, t) for t in set(types)}
+    return lambda i: (masks[types[i]], pes[types[i]])
+
+
+def replay_blocks(
+    model: Any, hidden: Any, attention_mask: Any, position_ids: Any, start: int, *, final_norm: bool = True
+) -> Any:
+    """Run blocks ``start..L-1`` (and the final norm) of ``model`` on residual-stream states ``hidden``.
+
+    Example
+    -------
+    >>> import torch
+    >>> from trustlab.llm import tiny_random_llama
+    >>> model, _ = tiny_random_llama()
+    >>> ids = torch.tensor([[5, 6, 7]])
+    >>> hs = model(ids, output_hidden_states=True).hidden_states
+    >>> out = replay_blocks(model, hs[1], torch.ones(1, 3), torch.arange(3)[None], start=1)
+    >>> bool(torch.allclose(out, hs[-1], atol=1e-5))
+    True
+    """
+    base = base_model(model)
+    layer_inputs = _layer_inputs(model, hidden, attention_mask, position_ids)
+    h = hidden
+    for i in range(start, len(base.layers)):
+        mask, pe = layer_inputs(i)
+        out = base.layers[i](h, attention_mask=mask, position_embeddings=pe, position_ids=position_ids)
+        h = out[0] if isinstance(out, tuple) else out
+    return base.norm(h) if final_norm else h
+
+
+class PrefixCache:
+    """Cache the residual stream entering block ``L - k_top`` and replay only the top ``k_top`` blocks.
+
+    Parameters
+    ----------
+    model : causal LM
+    k_top : int
+        Number of top blocks to replay, in ``[1, n_layers]``.
+    inputs : list of str, list of id sequences, or 2-d ids (+ ``attention_mask``)
+    attention_mask : 2-d array, optional
+    tokenizer : optional
+        Needed for texts when the model carries none.
+    batch_size : int, default=16
+        Chunk size for the one-off bottom pass.
+    padding_side : {"right", "left"}, default="right"
+
+    Attributes
+    ----------
+    hidden : tensor [N, T, d_model]
+        ``hidden_states[L - k_top]`` (no grad).
+    input_ids, attention_mask, position_ids : tensors [N, T]
+
+    Notes
+    -----
+    ``forward()`` equals ``model(input_ids, attention_mask=..., position_ids=pc.position_ids).logits``;
+    the position ids count real tokens only, so a left-padded row matches its unpadded forward.
+
+    Example
+    -------
+    >>> import torch
+    >>> from trustlab.llm import tiny_random_llama
+    >>> model, tok = tiny_random_llama()
+    >>> pc = PrefixCache(model, 1, ["a cat sat", "dogs"])
+    >>> full = model(pc.input_ids, attention_mask=pc.attention_mask, position_ids=pc.position_ids).logits
+    >>> bool(torch.allclose(pc.forward(), full, atol=1e-5))
+    True
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        k_top: int,
+        inputs: Any,
+        *,
+        attention_mask: Any = None,
+        tokenizer: Any = None,
+        batch_size: int = 16,
+        padding_side: str = "right",
+    ) -> None:
+        from trustlab.llm._batching import _pad_id
+        from trustlab.llm.hooks import trace
+
+        inner = unwrap(model)
+        n_layers = dims(inner).n_layers
+        if isinstance(k_top, bool) or not isinstance(k_top, int | np.integer) or not 1 <= k_top <= n_layers:
+            raise ConfigError(
+                f"The 'k_top' argument of PrefixCache must be an int in [1, {n_layers}]. Got {k_top!r} instead."
+            )
+        self.model = model
+        self.k_top = int(k_top)
+        self.start = n_layers - self.k_top
+        seqs = encode_texts(
+            inputs, model=inner, tokenizer=tokenizer, owner="PrefixCache", attention_mask=attention_mask
+        )
+        self.input_ids, self.attention_mask = pad_batch(seqs, _pad_id(inner, tokenizer), padding_side)
+        self.position_ids = position_ids_from_mask(self.attention_mask)
+        site = "embed" if self.start == 0 else f"blocks.{self.start - 1}.resid_post"
+        parts = []
+        with torch.no_grad():
+            for s in range(0, len(seqs), batch_size):
+                sl = slice(s, s + batch_size)
+                with trace(model, [site], stop_after="auto") as tr:
+                    dev = model_device(inner)
+                    tr.run(
+                        self.input_ids[sl].to(dev),
+                        attention_mask=self.attention_mask[sl].to(dev),
+                        position_ids=self.position_ids[sl].to(dev),
+                        use_cache=False,
+                        logits_to_keep=1,
+                    )
+                parts.append(tr[site])
+        self.hidden = torch.cat(parts, dim=0)
+
+    def __len__(self) -> int:
+        return int(self.hidden.shape[0])
+
+    def _rows(self, rows: Any) -> Any:
+        if rows is None or isinstance(rows, slice):
+            return slice(None) if rows is None else rows
+        idx = torch.as_tensor(np.asarray(rows) if not isinstance(rows, torch.Tensor) else rows)
+        if idx.dtype == torch.bool:
+            idx = torch.nonzero(idx)[:, 0]
+        idx = idx.long().reshape(-1)
+        if idx.numel() == 0 or bool(((idx < 0) | (idx >= len(self))).any()):
+            raise InputError(f"PrefixCache rows must be indices in [0, {len(self) - 1}]. Got {idx.tolist()}.")
+        return idx
+
+    def hidden_out(self, rows: Sequence[int] | Any = None) -> Any:
+        """Final normed hidden states ``[n, T, d]`` of the chosen rows (differentiable through the top K)."""
+        r = self._rows(rows)
+        dev = self.hidden.device
+        return replay_blocks(
+            self.model,
+            self.hidden[r],
+            self.attention_mask[r].to(dev),
+            self.position_ids[r].to(dev),
+            self.start,
+        )
+
+    def forward(self, rows: Sequence[int] | Any = None, *, positions: Any = None) -> Any:
+        """Logits of the chosen rows, computed through the top ``k_top`` blocks only.
+
+        Parameters
+        ----------
+        rows : indices or bool mask, optional
+            Rows of the cached batch (default all).
+        positions : None, "last" or bool mask [n, T]
+            None: ``[n, T, vocab]``; ``"last"``: each row's last real token ``[n, vocab]``; a mask:
+            ``[n_selected, vocab]``. The head runs only at the selected positions.
+        """
+        from trustlab.llm._batching import last_positions
+        from trustlab.llm.scoring import head_logits
+
+        r = self._rows(rows)
+        h = self.hidden_out(r)
+        if positions is None:
+            return head_logits(self.model, h)
+        if isinstance(positions, str) and positions == "last":
+            lp = last_positions(self.attention_mask[r]).to(h.device)
+            return head_logits(self.model, h[torch.arange(h.shape[0], device=h.device), lp])
+        mask = torch.as_tensor(positions).bool()
+        if mask.shape != h.shape[:2]:
+            raise InputError(
+                f"The 'positions' mask of PrefixCache.forward must have shape {tuple(h.shape[:2])}. "
+                f"Got {tuple(mask.shape)} instead."
+            )
+        return head_logits(self.model, h[mask.to(h.device)])
+
+    __call__ = forward

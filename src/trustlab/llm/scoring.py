@@ -1,0 +1,479 @@
+"""Scoring with a causal LM: response-masked log-probs, option scoring, sequential KL, greedy generation.
+
+All functions batch their inputs and compute the LM head only at the positions they need (the head is
+49,152 x 576 on SmolLM2, a quarter of a forward's FLOPs at every position).
+
+Conventions: ``response_mask[b, t] = 1`` marks token ``t`` as scored, i.e. predicted from tokens
+``< t``; position 0 is never scored. Log-probs are natural logs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.exceptions import ConfigError, InputError
+from trustlab.core.optional import require
+from trustlab.llm._batching import (
+    _pad_id,
+    _tokenizer_of,
+    encode_texts,
+    pad_batch,
+    position_ids_from_mask,
+)
+from trustlab.llm.sites import arch_spec, base_model, dims, get_module, model_device, unwrap
+
+torch = require("torch", purpose="trustlab.llm scoring")
+
+__all__ = [
+    "EncodedBatch",
+    "KLResult",
+    "OptionScores",
+    "SequenceScores",
+    "encode_responses",
+    "gather_logprobs",
+    "generate",
+    "head_logits",
+    "score_options",
+    "score_responses",
+    "sequence_logprobs",
+    "sequential_kl",
+    "token_logprobs",
+]
+
+
+@dataclass(frozen=True)
+class EncodedBatch:
+    """Padded token ids with the attention mask and the mask of scored (response) tokens."""
+
+    input_ids: Any
+    attention_mask: Any
+    response_mask: Any
+
+
+@dataclass(frozen=True)
+class SequenceScores:
+    """Per-sequence log-prob sum, length-normalised mean and number of scored tokens (numpy arrays)."""
+
+    sum: np.ndarray
+    mean: np.ndarray
+    n_tokens: np.ndarray
+
+
+@dataclass(frozen=True)
+class OptionScores:
+    """Multiple-choice scores ``[n_prompts, n_options]`` and the chosen option per prompt."""
+
+    scores: np.ndarray
+    choice: np.ndarray
+    sum: np.ndarray
+    n_tokens: np.ndarray
+
+
+@dataclass(frozen=True)
+class KLResult:
+    """Sequential KL(model || reference): per token ``[B, T]`` (0 where unscored) and per sequence ``[B]``."""
+
+    per_token: np.ndarray
+    per_sequence: np.ndarray
+
+
+def head_logits(model: Any, hidden: Any, token_ids: Any = None) -> Any:
+    """Apply the LM head to final (normed) hidden states, optionally for a few vocabulary entries only.
+
+    Applies Gemma's final logit soft-capping when the config has one.
+
+    Example
+    -------
+    >>> import torch
+    >>> from trustlab.llm import tiny_random_llama
+    >>> model, _ = tiny_random_llama()
+    >>> head_logits(model, torch.zeros(3, 72), token_ids=[5, 7]).shape
+    torch.Size([3, 2])
+    """
+    inner = unwrap(model)
+    head = get_module(inner, arch_spec(inner).lm_head)
+    if token_ids is None or type(head) is not torch.nn.Linear:  # e.g. a LoRA-wrapped head: full call
+        logits = head(hidden)
+        if token_ids is not None:
+            logits = logits[..., torch.as_tensor(token_ids, dtype=torch.long, device=logits.device)]
+    else:
+        ids = torch.as_tensor(token_ids, dtype=torch.long, device=head.weight.device)
+        bias = head.bias[ids] if head.bias is not None else None
+        logits = torch.nn.functional.linear(hidden, head.weight[ids], bias)
+    cap = getattr(inner.config, "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits
+
+
+def _final_hidden(model: Any, input_ids: Any, attention_mask: Any) -> Any:
+    """Final normed hidden states [B, T, d] without computing the head."""
+    base = base_model(model)
+    dev = model_device(model)
+    out = base(
+        input_ids=input_ids.to(dev),
+        attention_mask=attention_mask.to(dev),
+        position_ids=position_ids_from_mask(attention_mask).to(dev),
+        use_cache=False,
+    )
+    return out.last_hidden_state
+
+
+def gather_logprobs(model: Any, hidden: Any, input_ids: Any, response_mask: Any) -> Any:
+    """Log-prob of each scored token from final hidden states, head applied at scored positions only.
+
+    Returns a ``[B, T]`` float32 tensor, 0 where ``response_mask`` is 0 (differentiable w.r.t.
+    ``hidden`` and the head).
+
+    Example
+    -------
+    >>> import torch
+    >>> from trustlab.llm import tiny_random_llama
+    >>> model, _ = tiny_random_llama()
+    >>> ids = torch.tensor([[5, 6, 7]])
+    >>> h = model.model(ids).last_hidden_state
+    >>> gather_logprobs(model, h, ids, torch.tensor([[0, 1, 1]])).shape
+    torch.Size([1, 3])
+    """
+    input_ids = input_ids.to(hidden.device)
+    resp = torch.as_tensor(response_mask).to(hidden.device).bool().clone()
+    resp[:, 0] = False
+    sel = resp[:, 1:]
+    h = hidden[:, :-1][sel]
+    targets = input_ids[:, 1:][sel]
+    logits = head_logits(model, h).float()
+    lp = torch.log_softmax(logits, dim=-1).gather(-1, targets[:, None])[:, 0]
+    out = torch.zeros(input_ids.shape, dtype=torch.float32, device=hidden.device)
+    out[:, 1:] = out[:, 1:].masked_scatter(sel, lp) if lp.numel() else out[:, 1:]
+    return out
+
+
+def _check_ids(input_ids: Any, attention_mask: Any, response_mask: Any, owner: str) -> tuple[Any, Any, Any]:
+    ids = torch.as_tensor(input_ids)
+    if ids.is_floating_point() or ids.dtype == torch.bool:
+        raise InputError(
+            f"The 'input_ids' of {owner} must be integer token ids. Got dtype {ids.dtype} instead."
+        )
+    if ids.ndim == 1:
+        ids = ids[None]
+    if ids.ndim != 2 or ids.shape[0] == 0 or ids.shape[1] == 0:
+        raise InputError(
+            f"The 'input_ids' of {owner} must be a non-empty [batch, seq] array. Got {tuple(ids.shape)}."
+        )
+    mask = (
+        torch.ones_like(ids) if attention_mask is None else torch.as_tensor(attention_mask).reshape(ids.shape)
+    )
+    resp = mask if response_mask is None else torch.as_tensor(response_mask)
+    if resp.shape != ids.shape:
+        raise InputError(
+            f"The 'response_mask' of {owner} must have shape {tuple(ids.shape)}. Got {tuple(resp.shape)}."
+        )
+    # a token is scored only when the token before it is real (never the first token, never after a pad)
+    prev_real = torch.zeros_like(mask, dtype=torch.bool)
+    prev_real[:, 1:] = mask[:, :-1].bool()
+    return ids.long(), mask.long(), resp.bool() & mask.bool() & prev_real
+
+
+def token_logprobs(
+    model: Any,
+    input_ids: Any,
+    attention_mask: Any = None,
+    response_mask: Any = None,
+    *,
+    batch_size: int = 8,
+    grad: bool = False,
+) -> Any:
+    """Per-token log-probs ``[B, T]`` of the scored tokens (0 elsewhere), batched.
+
+    ``response_mask`` defaults to every real token after the first (a token is only scored when the
+    token before it is real). With ``grad=True`` the result stays
+    in the autograd graph (for DPO-style losses); otherwise it is computed under ``no_grad``.
+
+    Example
+    -------
+    >>> import torch
+    >>> from trustlab.llm import tiny_random_llama
+    >>> model, _ = tiny_random_llama()
+    >>> token_logprobs(model, torch.tensor([[5, 6, 7]])).shape
+    torch.Size([1, 3])
+    """
+    ids, mask, resp = _check_ids(input_ids, attention_mask, response_mask, "token_logprobs")
+    dims(model)  # validates the architecture
+    ctx = contextlib.nullcontext() if grad else torch.no_grad()
+    parts = []
+    with ctx:
+        for s in range(0, ids.shape[0], batch_size):
+            sl = slice(s, s + batch_size)
+            h = _final_hidden(model, ids[sl], mask[sl])
+            parts.append(gather_logprobs(model, h, ids[sl], resp[sl]))
+    return torch.cat(parts, dim=0)
+
+
+def sequence_logprobs(
+    model: Any, input_ids: Any, attention_mask: Any = None, response_mask: Any = None, *, batch_size: int = 8
+) -> SequenceScores:
+    """Sum, length-normalised mean and count of scored-token log-probs per sequence."""
+    ids, mask, resp = _check_ids(input_ids, attention_mask, response_mask, "sequence_logprobs")
+    lp = token_logprobs(model, ids, mask, resp, batch_size=batch_size)
+    resp = resp.clone()
+    resp[:, 0] = False
+    n = resp.sum(1).numpy()
+    total = lp.sum(1).cpu().numpy().astype(np.float64)
+    return SequenceScores(total, total / np.maximum(n, 1), n)
+
+
+def _chat_prompt(tok: Any, prompt: str, system: str | None) -> str:
+    if not getattr(tok, "chat_template", None):
+        raise ConfigError("chat=True needs a tokenizer with a chat template; this one has none.")
+    msgs = ([{"role": "system", "content": system}] if system is not None else []) + [
+        {"role": "user", "content": prompt}
+    ]
+    return tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+
+
+def encode_responses(
+    tokenizer: Any,
+    prompts: Sequence[str],
+    responses: Sequence[str],
+    *,
+    chat: bool = False,
+    system: str | None = None,
+    add_eos: bool = False,
+    padding_side: str = "right",
+) -> EncodedBatch:
+    """Tokenise prompt/response pairs (separately, then concatenated) with a mask over response tokens.
+
+    The prompt gets the tokenizer's special tokens (none for SmolLM2, BOS for Gemma) unless ``chat``
+    (the template holds them); the response gets none. ``add_eos`` appends the EOS token.
+
+    Example
+    -------
+    >>> from trustlab.llm import tiny_random_llama
+    >>> _, tok = tiny_random_llama()
+    >>> b = encode_responses(tok, ["Q: 2+2? A:"], [" 4"])
+    >>> int(b.response_mask.sum())
+    2
+    """
+    if isinstance(prompts, str) or isinstance(responses, str):
+        raise InputError("encode_responses needs lists of prompts and responses, not single strings.")
+    if len(prompts) == 0 or len(prompts) != len(responses):
+        raise InputError(
+            f"encode_responses needs as many prompts as responses (at least one). Got {len(prompts)} prompts "
+            f"and {len(responses)} responses."
+        )
+    texts = [_chat_prompt(tokenizer, p, system) if chat else p for p in prompts]
+    # a chat template already holds the special tokens; a raw prompt gets the tokenizer's own (e.g. BOS)
+    p_ids = tokenizer(list(texts), add_special_tokens=not chat)["input_ids"]
+    r_ids = tokenizer(list(responses), add_special_tokens=False)["input_ids"]
+    seqs, masks = [], []
+    for i, (p, r) in enumerate(zip(p_ids, r_ids)):
+        r = list(r) + ([tokenizer.eos_token_id] if add_eos else [])
+        if not p:
+            raise InputError(f"Prompt {i} has no tokens; a response needs at least one token before it.")
+        if not r:
+            raise InputError(f"Response {i} has no tokens.")
+        seqs.append(list(p) + r)
+        masks.append([0] * len(p) + [1] * len(r))
+    ids, att = pad_batch(seqs, _pad_id_from_tok(tokenizer), padding_side)
+    resp, _ = pad_batch(masks, 0, padding_side)
+    return EncodedBatch(ids, att, resp.bool())
+
+
+def _pad_id_from_tok(tok: Any) -> int:
+    for cand in (tok.pad_token_id, tok.eos_token_id, 0):
+        if isinstance(cand, int):
+            return cand
+    return 0
+
+
+def score_responses(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    responses: Sequence[str],
+    *,
+    chat: bool = False,
+    system: str | None = None,
+    add_eos: bool = False,
+    batch_size: int = 8,
+) -> SequenceScores:
+    """Log-prob of each response given its prompt (sum, length-normalised mean, token count).
+
+    Example
+    -------
+    >>> from trustlab.llm import tiny_random_llama
+    >>> model, tok = tiny_random_llama()
+    >>> s = score_responses(model, tok, ["The sky is"], [" blue"])
+    >>> s.sum.shape
+    (1,)
+    """
+    b = encode_responses(tokenizer, prompts, responses, chat=chat, system=system, add_eos=add_eos)
+    _check_len(model, b.input_ids, b.attention_mask, "score_responses")
+    return sequence_logprobs(model, b.input_ids, b.attention_mask, b.response_mask, batch_size=batch_size)
+
+
+def _check_len(model: Any, ids: Any, mask: Any, owner: str) -> None:
+    n_ctx = dims(model).n_ctx
+    longest = int(mask.sum(1).max())
+    if n_ctx and longest > n_ctx:
+        raise InputError(
+            f"An input to {owner} has {longest} tokens, more than the model's context of {n_ctx}."
+        )
+
+
+def score_options(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    options: Sequence[str] | Sequence[Sequence[str]],
+    *,
+    normalize: bool = True,
+    chat: bool = False,
+    system: str | None = None,
+    batch_size: int = 8,
+) -> OptionScores:
+    """Multiple choice by log-prob: score every option after every prompt and pick the best.
+
+    ``options`` is one list shared by all prompts or one list per prompt (same length). ``normalize``
+    uses the length-normalised mean log-prob, else the sum.
+
+    Example
+    -------
+    >>> from trustlab.llm import tiny_random_llama
+    >>> model, tok = tiny_random_llama()
+    >>> r = score_options(model, tok, ["2+2="], [" 4", " five"])
+    >>> r.scores.shape, r.choice.shape
+    ((1, 2), (1,))
+    """
+    if isinstance(prompts, str):
+        prompts = [prompts]
+    if len(prompts) == 0:
+        raise InputError("score_options needs at least one prompt. Got an empty list instead.")
+    if len(options) and all(isinstance(o, str) for o in options):
+        per = [list(options)] * len(prompts)
+    else:
+        per = [list(o) for o in options]
+    if len(per) != len(prompts) or not per[0] or any(len(o) != len(per[0]) for o in per):
+        raise InputError(
+            "score_options needs one shared list of options or one equally long list per prompt "
+            f"(got {len(per)} lists for {len(prompts)} prompts)."
+        )
+    k = len(per[0])
+    flat_p = [p for p, opts in zip(prompts, per) for _ in opts]
+    flat_o = [o for opts in per for o in opts]
+    s = score_responses(model, tokenizer, flat_p, flat_o, chat=chat, system=system, batch_size=batch_size)
+    mean, total, n = (a.reshape(len(prompts), k) for a in (s.mean, s.sum, s.n_tokens))
+    scores = mean if normalize else total
+    return OptionScores(scores, scores.argmax(1), total, n)
+
+
+def sequential_kl(
+    model: Any,
+    reference: Any,
+    input_ids: Any,
+    attention_mask: Any = None,
+    response_mask: Any = None,
+    *,
+    batch_size: int = 8,
+) -> KLResult:
+    """Sum over scored positions of KL(p_model(. | x_<t) || p_reference(. | x_<t)).
+
+    ``reference=None`` uses ``model.disable_adapter()`` (a PEFT model's base weights) as the reference.
+
+    Example
+    -------
+    >>> import torch
+    >>> from trustlab.llm import tiny_random_llama
+    >>> m1, _ = tiny_random_llama(seed=0); m2, _ = tiny_random_llama(seed=1)
+    >>> kl = sequential_kl(m1, m2, torch.tensor([[5, 6, 7, 8]]))
+    >>> bool(kl.per_sequence[0] > 0)
+    True
+    """
+    ids, mask, resp = _check_ids(input_ids, attention_mask, response_mask, "sequential_kl")
+    resp = resp.clone()
+    resp[:, 0] = False
+    if reference is None and not hasattr(model, "disable_adapter"):
+        raise ConfigError("sequential_kl(reference=None) needs a PEFT model (disable_adapter); pass a model.")
+    out = torch.zeros(ids.shape, dtype=torch.float32)
+    with torch.no_grad():
+        for s in range(0, ids.shape[0], batch_size):
+            sl = slice(s, s + batch_size)
+            sel = resp[sl][:, 1:]
+            logp = torch.log_softmax(
+                head_logits(model, _final_hidden(model, ids[sl], mask[sl])[:, :-1][sel]).float(), -1
+            )
+            if reference is None:
+                with model.disable_adapter():
+                    h_ref = _final_hidden(model, ids[sl], mask[sl])
+                logq = torch.log_softmax(head_logits(model, h_ref[:, :-1][sel]).float(), -1)
+            else:
+                h_ref = _final_hidden(reference, ids[sl], mask[sl])
+                logq = torch.log_softmax(head_logits(reference, h_ref[:, :-1][sel]).float(), -1)
+            kl = (logp.exp() * (logp - logq)).sum(-1).cpu()
+            block = out[sl]
+            block[:, 1:] = block[:, 1:].masked_scatter(sel, kl) if kl.numel() else block[:, 1:]
+            out[sl] = block
+    return KLResult(out.numpy(), out.sum(1).numpy().astype(np.float64))
+
+
+def generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: str | Sequence[str],
+    *,
+    max_new_tokens: int = 32,
+    chat: bool = True,
+    system: str | None = None,
+    batch_size: int = 8,
+) -> list[str]:
+    """Greedy continuations of ``prompts`` (through the chat template by default), batched.
+
+    Example
+    -------
+    >>> from trustlab.llm import tiny_random_llama
+    >>> model, tok = tiny_random_llama()
+    >>> out = generate(model, tok, ["Hi"], max_new_tokens=3, chat=False)
+    >>> len(out)
+    1
+    """
+    if isinstance(prompts, str):
+        prompts = [prompts]
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ConfigError(
+            f"The 'max_new_tokens' argument of generate must be an int >= 1. Got {max_new_tokens!r}."
+        )
+    tok = _tokenizer_of(model, tokenizer, "generate")
+    texts = [_chat_prompt(tok, p, system) if chat else p for p in prompts]
+    seqs = encode_texts(
+        texts, model=unwrap(model), tokenizer=tok, owner="generate", add_special_tokens=not chat
+    )
+    n_ctx = dims(model).n_ctx
+    if n_ctx and max(len(s) for s in seqs) + max_new_tokens > n_ctx:
+        raise InputError(
+            f"A prompt plus max_new_tokens={max_new_tokens} exceeds the model's context of {n_ctx}."
+        )
+    pad = _pad_id(unwrap(model), tok)
+    eos = tok.eos_token_id
+    results: list[str] = []
+    with torch.no_grad():
+        for s in range(0, len(seqs), batch_size):
+            ids, mask = pad_batch(seqs[s : s + batch_size], pad, "left")
+            ids, mask = ids.to(model_device(model)), mask.to(model_device(model))
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                pad_token_id=pad,
+                eos_token_id=eos,
+            )
+            results += tok.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
+    return results
