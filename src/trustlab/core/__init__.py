@@ -1,26 +1,50 @@
-"""Core: exceptions, constraints, validation, registry, seeding, optional imports, base classes."""
+"""Core: exceptions, constraints, validation, registry, seeding, optional imports, base classes.
 
-from trustlab.core.base import Method, PaperInfo
-from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options, validate_params
-from trustlab.core.exceptions import ConfigError, InputError, TrustlabError
-from trustlab.core.registry import METHODS, Registry
-from trustlab.core.roles import (
-    ROLES,
-    Aggregator,
-    Attack,
-    AttackResult,
-    Auditor,
-    Detector,
-    EditHandle,
-    ModelEdit,
-    Predictor,
-    Purifier,
-    Router,
-)
+Names are loaded lazily so that ``import trustlab.core.exceptions`` (used everywhere, e.g. by the LLM
+loader) does not pay for scikit-learn's import through :mod:`trustlab.core.base`.
+"""
 
-__all__ = [
-    "Method", "PaperInfo", "Boolean", "InstanceOf", "Interval", "Options", "validate_params",
-    "ConfigError", "InputError", "TrustlabError", "METHODS", "Registry", "ROLES", "Aggregator",
-    "Attack", "AttackResult", "Auditor", "Detector", "EditHandle", "ModelEdit", "Predictor",
-    "Purifier", "Router",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "Method": "trustlab.core.base",
+    "PaperInfo": "trustlab.core.base",
+    "Boolean": "trustlab.core.constraints",
+    "InstanceOf": "trustlab.core.constraints",
+    "Interval": "trustlab.core.constraints",
+    "Options": "trustlab.core.constraints",
+    "validate_params": "trustlab.core.constraints",
+    "ConfigError": "trustlab.core.exceptions",
+    "InputError": "trustlab.core.exceptions",
+    "TrustlabError": "trustlab.core.exceptions",
+    "METHODS": "trustlab.core.registry",
+    "Registry": "trustlab.core.registry",
+    "ROLES": "trustlab.core.roles",
+    "Aggregator": "trustlab.core.roles",
+    "Attack": "trustlab.core.roles",
+    "AttackResult": "trustlab.core.roles",
+    "Auditor": "trustlab.core.roles",
+    "Detector": "trustlab.core.roles",
+    "EditHandle": "trustlab.core.roles",
+    "ModelEdit": "trustlab.core.roles",
+    "Predictor": "trustlab.core.roles",
+    "Purifier": "trustlab.core.roles",
+    "Router": "trustlab.core.roles",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'trustlab.core' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
