@@ -92,8 +92,11 @@ class Method(BaseEstimator):
         random_state = getattr(self, "random_state", None)
         if isinstance(random_state, int | np.integer):
             seed_everything(int(random_state))
-        self._rng = as_generator(random_state if not isinstance(random_state, np.random.Generator)
-                                 else np.random.default_rng(random_state.integers(0, 2**32 - 1)))
+        if isinstance(random_state, np.random.Generator):
+            # like scikit-learn: a passed Generator is advanced, never shared with the method
+            self._rng = np.random.default_rng(random_state.integers(0, 2**32 - 1))
+        else:
+            self._rng = as_generator(random_state)
         return self._rng
 
     def __getstate__(self) -> dict[str, Any]:
@@ -106,11 +109,13 @@ def state_dict_hash(model: Any) -> str:
     """A SHA-256 over a torch module's state dict (names, dtypes, shapes and exact bytes)."""
     import hashlib
 
+    import torch
+
     h = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         t = tensor.detach().cpu().contiguous()
         h.update(name.encode())
         h.update(str(t.dtype).encode())
         h.update(str(tuple(t.shape)).encode())
-        h.update(t.view(-1).view(dtype=__import__("torch").uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return h.hexdigest()
