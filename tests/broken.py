@@ -50,6 +50,21 @@ class AcceptsNaN(ToyPredictor):
         return np.nan_to_num(arr)
 
 
+class NaNLeakingPredictor(ToyPredictor):
+    """Declares NaN as valid input (tag allow_nan) but lets it reach its outputs."""
+
+    tags: ClassVar[dict[str, Any]] = {"allow_nan": True}
+
+    def _validate_X(self, X: Any, *, reset: bool) -> Any:
+        arr = check_array(X, allow_nan=True)
+        if reset:
+            self.n_features_in_ = arr.shape[1]
+        return arr
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        super()._fit(np.nan_to_num(X), y)
+
+
 class SkipsValidation(ToyPredictor):
     def _validate_params(self) -> None:
         pass
@@ -129,6 +144,7 @@ BROKEN = {
     MutatesInput: "check_inputs_not_mutated",
     IgnoresRandomState: "check_deterministic",
     AcceptsNaN: "check_bad_inputs_raise",
+    NaNLeakingPredictor: "check_bad_inputs_raise",
     SkipsValidation: "check_invalid_params_raise",
     WrongErrorType: "check_invalid_params_raise",
     MissingConstraint: "check_constraints_cover_params",

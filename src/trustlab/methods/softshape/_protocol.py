@@ -1,0 +1,67 @@
+"""The two evaluation protocols: P1 the standard UCR train/test split, P2 the paper's merged 5-fold
+60/20/20 split (StratifiedKFold(5) over train+test; inside each fold's 80 %, the first split of
+StratifiedKFold(4) gives train/validation)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.exceptions import InputError
+
+__all__ = ["Split", "p1_split", "p2_splits", "evaluate"]
+
+
+@dataclass(frozen=True)
+class Split:
+    """Index arrays into the (merged) data; ``val`` may be empty (P1)."""
+
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    fold: int = 0
+
+
+def p1_split(n_train: int, n_test: int) -> Split:
+    """Indices into ``concat(train, test)`` for the standard UCR split."""
+    return Split(np.arange(n_train), np.arange(0), np.arange(n_train, n_train + n_test))
+
+
+def p2_splits(y: Any, n_folds: int = 5, *, random_state: int = 0, max_folds: int | None = None) -> Iterator[Split]:
+    """The paper's protocol on merged data: fold f tests on 1/n_folds, and splits the rest 3:1 into
+    train/validation (60/20/20 for 5 folds). Raises InputError when a class has fewer members than folds."""
+    from sklearn.model_selection import StratifiedKFold
+
+    y = np.asarray(y)
+    _, counts = np.unique(y, return_counts=True)
+    if len(counts) < 2:
+        raise InputError(f"p2_splits needs at least 2 classes. Got {len(counts)}.")
+    if counts.min() < n_folds:
+        raise InputError(f"p2_splits: every class needs at least n_folds={n_folds} members for StratifiedKFold. "
+                         f"The smallest class has {int(counts.min())}; use fewer folds.")
+    outer = StratifiedKFold(n_folds, shuffle=True, random_state=random_state)
+    for f, (rest, test) in enumerate(outer.split(np.zeros(len(y)), y)):
+        if max_folds is not None and f >= max_folds:
+            return
+        _, rc = np.unique(y[rest], return_counts=True)
+        inner_k = max(2, min(n_folds - 1, int(rc.min())))
+        inner = StratifiedKFold(inner_k, shuffle=True, random_state=random_state)
+        tr, va = next(iter(inner.split(np.zeros(len(rest)), y[rest])))
+        yield Split(rest[tr], rest[va], test, f)
+
+
+def evaluate(make: Callable[[], Any], X: np.ndarray, y: np.ndarray, split: Split) -> dict[str, float]:
+    """Fit ``make()`` on the split's train part (train + val when the estimator has no use for val) and
+    return test accuracy and fit seconds."""
+    import time
+
+    est = make()
+    idx = np.concatenate([split.train, split.val])
+    t0 = time.perf_counter()
+    est.fit(X[idx], y[idx])
+    fit_s = time.perf_counter() - t0
+    acc = float(np.mean(est.predict(X[split.test]) == y[split.test]))
+    return {"accuracy": acc, "fit_s": fit_s}
