@@ -1,0 +1,249 @@
+"""Algorithm 1 of AMUN: untargeted PGD-L2 with per-sample epsilon doubling, cached by content hash."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.exceptions import InputError
+from trustlab.methods.amun._data import _device, _Threads
+
+__all__ = ["AdversarialSet", "adversarial_set", "choose_eps_init", "clear_adversarial_cache"]
+
+_CACHE: OrderedDict[str, AdversarialSet] = OrderedDict()
+_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True)
+class AdversarialSet:
+    """D_A for a set of inputs.
+
+    ``x_adv`` (same shape as X), ``y_adv`` = argmax F(x_adv), ``eps`` = eps_init * 2**n_doublings (the final
+    radius), ``norms`` = ||x_adv - x||_2, ``success`` (y_adv != y), ``pre_misclassified`` (x_adv = x, delta 0),
+    ``capped`` (still correct after ``max_doublings`` doublings; kept with y_adv = y).
+    """
+
+    x_adv: np.ndarray
+    y_adv: np.ndarray
+    eps: np.ndarray
+    norms: np.ndarray
+    n_doublings: np.ndarray
+    success: np.ndarray
+    pre_misclassified: np.ndarray
+    capped: np.ndarray
+    eps_init: float
+    steps: int
+    max_doublings: int
+    key: str = ""
+    from_cache: bool = False
+    wall_time_s: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def failed_idx(self) -> np.ndarray:
+        """Positions (into the given X) where the attack was capped without success."""
+        return np.flatnonzero(self.capped)
+
+    def summary(self) -> dict[str, float]:
+        return {"n": int(len(self.y_adv)), "success_rate": float(self.success.mean()),
+                "n_capped": int(self.capped.sum()), "n_pre_misclassified": int(self.pre_misclassified.sum()),
+                "mean_norm": float(self.norms.mean()), "median_eps": float(np.median(self.eps)),
+                "mean_doublings": float(self.n_doublings.mean()), "wall_time_s": float(self.wall_time_s)}
+
+
+def clear_adversarial_cache() -> None:
+    _CACHE.clear()
+
+
+def _content_key(model: Any, X: np.ndarray, y: np.ndarray, schedule: tuple[Any, ...]) -> str:
+    from trustlab.core.base import state_dict_hash
+
+    h = hashlib.sha256()
+    h.update(type(model).__qualname__.encode())
+    h.update(state_dict_hash(model).encode())
+    for arr in (X, y):
+        a = np.ascontiguousarray(arr)
+        h.update(str((a.dtype, a.shape)).encode())
+        h.update(a.tobytes())
+    h.update(repr(schedule).encode())
+    return h.hexdigest()
+
+
+def _validate(X: Any, y: Any, eps_init: Any, steps: Any, max_doublings: Any, input_range: Any,
+              owner: str) -> tuple[np.ndarray, np.ndarray, float, float]:
+    X = np.asarray(X)
+    if X.dtype.kind not in "fiu" or X.ndim < 2 or len(X) == 0:
+        raise InputError(f"The 'X' argument of {owner} must be a non-empty numeric array of ndim >= 2. "
+                         f"Got dtype {X.dtype}, shape {X.shape}.")
+    X = X.astype(np.float32)
+    if not np.all(np.isfinite(X)):
+        raise InputError(f"The 'X' argument of {owner} contains NaN or infinite values.")
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) != len(X):
+        raise InputError(f"The 'y' argument of {owner} must be 1-d with {len(X)} labels. Got shape {y.shape}.")
+    if y.dtype.kind not in "iu":
+        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            y = y.astype(np.int64)
+        else:
+            raise InputError(f"The 'y' argument of {owner} must hold integer labels. Got dtype {y.dtype}.")
+    y = y.astype(np.int64)
+    for name, v, low in (("steps", steps, 1), ("max_doublings", max_doublings, 0)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
+            raise InputError(f"The '{name}' argument of {owner} must be an int >= {low}. Got {v!r}.")
+    if isinstance(eps_init, bool) or not isinstance(eps_init, int | float | np.integer | np.floating) \
+            or not np.isfinite(eps_init) or eps_init <= 0:
+        raise InputError(f"The 'eps_init' argument of {owner} must be a finite number > 0. Got {eps_init!r}.")
+    try:
+        lo, hi = (float(v) for v in input_range)
+    except Exception as exc:  # noqa: BLE001
+        raise InputError(f"The 'input_range' argument of {owner} must be a pair (lo, hi). Got {input_range!r}.") from exc
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise InputError(f"The 'input_range' argument of {owner} must be finite with lo < hi. Got {input_range!r}.")
+    tol = 1e-6 * (hi - lo)
+    if X.min() < lo - tol or X.max() > hi + tol:
+        raise InputError(f"The inputs of {owner} lie outside the declared input_range {(lo, hi)} "
+                         f"(min {float(X.min()):.4g}, max {float(X.max()):.4g}).")
+    return np.clip(X, lo, hi), y, lo, hi
+
+
+def _attack_batch(model: Any, x0: Any, y: Any, eps_init: float, steps: int, max_doublings: int,
+                  lo: float, hi: float) -> tuple[Any, ...]:
+    import torch
+    import torch.nn.functional as F
+
+    n = len(x0)
+    view = (-1,) + (1,) * (x0.ndim - 1)
+    x = x0.clone()
+    eps = torch.full((n,), float(eps_init), dtype=x0.dtype, device=x0.device)
+    k = torch.zeros(n, dtype=torch.int64, device=x0.device)
+    with torch.no_grad():
+        pred = model(x0).argmax(1)
+    done = pred != y
+    pre = done.clone()
+    y_adv = pred.clone()
+    for r in range(max_doublings + 1):
+        active = ~done
+        if not bool(active.any()):
+            break
+        if r > 0:  # still correct after `steps` steps: double the radius, continue from the current point
+            eps[active] *= 2.0
+            k[active] += 1
+        for t in range(steps + 1):
+            idx = torch.nonzero(~done).flatten()
+            if idx.numel() == 0:
+                break
+            xa = x[idx].detach().requires_grad_(True)
+            logits = model(xa)
+            p = logits.argmax(1)
+            flipped = p != y[idx]
+            if bool(flipped.any()):
+                fi = idx[flipped]
+                done[fi] = True
+                y_adv[fi] = p[flipped].detach()
+            if t == steps or bool(flipped.all()):
+                continue
+            loss = F.cross_entropy(logits, y[idx], reduction="sum")
+            (g,) = torch.autograd.grad(loss, xa)
+            keep = ~flipped
+            idx, g = idx[keep], g[keep].detach()
+            xi = xa.detach()[keep]
+            alpha = eps[idx] / 10.0
+            gn = g.flatten(1).norm(dim=1).clamp_min(1e-12)
+            xi = xi + (alpha / gn).view(view) * g
+            delta = xi - x0[idx]
+            dn = delta.flatten(1).norm(dim=1).clamp_min(1e-12)
+            delta = delta * torch.clamp(eps[idx] / dn, max=1.0).view(view)
+            x[idx] = (x0[idx] + delta).clamp(lo, hi)
+    capped = ~done
+    if bool(capped.any()):
+        y_adv[capped] = y[capped]
+    return x.detach(), y_adv, eps, k, pre, capped
+
+
+def adversarial_set(model: Any, X: Any, y: Any, eps_init: float, steps: int = 50, max_doublings: int = 12, *,
+                    input_range: tuple[float, float] = (0.0, 1.0), batch_size: int = 512, use_cache: bool = True,
+                    num_threads: int | None = 1) -> AdversarialSet:
+    """Algorithm 1: for every (x, y), untargeted PGD-L2 (``steps`` steps of size eps/10, no random start,
+    unit-L2 normalised gradient, projection on the eps-ball then clamping to ``input_range``) that stops as
+    soon as argmax F(x') != y; if still correct after ``steps`` steps, eps doubles and the attack continues
+    from the current x'. Points the model already misclassifies map to themselves (delta 0, y_adv = their
+    wrong prediction). After ``max_doublings`` doublings a still-correct point is *capped*: kept with y_adv = y
+    and reported in ``capped``.
+
+    The model is put in eval mode and restored. Results are cached by a SHA-256 of (model weights, X, y,
+    schedule); PGD has no random start, so the output is deterministic.
+
+    Examples
+    --------
+    >>> import torch, numpy as np
+    >>> _ = torch.manual_seed(0); net = torch.nn.Linear(4, 3)
+    >>> X = np.random.default_rng(0).random((8, 4)).astype("float32"); y = np.zeros(8, dtype=int)
+    >>> D = adversarial_set(net, X, y, eps_init=0.1)
+    >>> bool(np.all(D.norms <= D.eps + 1e-5)) and bool(np.all((D.x_adv >= 0) & (D.x_adv <= 1)))
+    True
+    """
+    import torch
+
+    owner = "adversarial_set"
+    X, y, lo, hi = _validate(X, y, eps_init, steps, max_doublings, input_range, owner)
+    schedule = ("pgd-l2-doubling-v1", float(eps_init), int(steps), int(max_doublings), lo, hi)
+    key = _content_key(model, X, y, schedule) if use_cache else ""
+    if use_cache and key in _CACHE:
+        _CACHE.move_to_end(key)
+        hit = _CACHE[key]
+        return replace(hit, x_adv=hit.x_adv.copy(), y_adv=hit.y_adv.copy(), from_cache=True)
+    t0 = time.perf_counter()
+    was_training = model.training
+    model.eval()
+    dev = _device(model)
+    outs = []
+    try:
+        with _Threads(num_threads):
+            for s in range(0, len(X), batch_size):
+                x0 = torch.as_tensor(X[s:s + batch_size], device=dev)
+                yt = torch.as_tensor(y[s:s + batch_size], device=dev)
+                outs.append([t.cpu() for t in _attack_batch(model, x0, yt, float(eps_init), int(steps),
+                                                            int(max_doublings), lo, hi)])
+    finally:
+        model.train(was_training)
+    x_adv, y_adv, eps, k, pre, capped = (torch.cat([o[i] for o in outs]).numpy() for i in range(6))
+    x_adv = x_adv.astype(np.float32)
+    norms = np.sqrt(((x_adv.astype(np.float64) - X.astype(np.float64)).reshape(len(X), -1) ** 2).sum(1))
+    eps_final = float(eps_init) * np.power(2.0, k)
+    res = AdversarialSet(
+        x_adv=x_adv, y_adv=y_adv.astype(np.int64), eps=eps_final, norms=norms, n_doublings=k.astype(np.int64),
+        success=(y_adv != y), pre_misclassified=pre.astype(bool), capped=capped.astype(bool),
+        eps_init=float(eps_init), steps=int(steps), max_doublings=int(max_doublings), key=key,
+        wall_time_s=time.perf_counter() - t0,
+    )
+    if use_cache:
+        _CACHE[key] = replace(res, x_adv=res.x_adv.copy(), y_adv=res.y_adv.copy())
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return res
+
+
+def choose_eps_init(model: Any, X: Any, y: Any, *, target: float = 0.95, pilot: int = 100, steps: int = 50,
+                    start: float | None = None, input_range: tuple[float, float] = (0.0, 1.0),
+                    seed: int = 0) -> float:
+    """The paper's App. E.1 rule: pick eps_init so that ~``target`` of a ``pilot``-sample succeed at eps_init.
+
+    Runs Algorithm 1 on the pilot from a small ``start`` radius (default 1 % of the box diagonal) and returns
+    the ``target`` quantile of the final radii (a power-of-two multiple of ``start``).
+    """
+    X, y, lo, hi = _validate(X, y, 1.0, steps, 0, input_range, "choose_eps_init")
+    rng = np.random.default_rng(seed)
+    take = rng.choice(len(X), size=min(pilot, len(X)), replace=False)
+    diag = (hi - lo) * float(np.sqrt(np.prod(X.shape[1:])))
+    start = 0.01 * diag if start is None else float(start)
+    D = adversarial_set(model, X[take], y[take], start, steps, max_doublings=16, input_range=(lo, hi),
+                        use_cache=False)
+    ok = ~D.pre_misclassified
+    if not ok.any():
+        return start
+    return float(np.quantile(D.eps[ok], target, method="higher"))

@@ -1,0 +1,243 @@
+"""Unlearning data container, forget-index validation and the small SGD training loop used by AMUN.
+
+Indices are *global*: ``X``/``y`` hold a pool (for example all 1,797 digits), ``train_idx`` the points the
+original model was trained on and ``test_idx`` the held-out ones. Forget indices must be a subset of
+``train_idx``; the retain set D_R is ``train_idx`` minus the forget set.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.exceptions import InputError, TrustlabError
+
+__all__ = ["UnlearningData", "SGDSpec", "sgd_train", "check_forget_idx", "as_unlearning_data",
+           "UnlearningDivergedError"]
+
+
+class UnlearningDivergedError(TrustlabError, FloatingPointError):
+    """A fine-tuning loss became NaN or infinite (typically gradient ascent with too large a learning rate)."""
+
+
+@dataclass(frozen=True)
+class UnlearningData:
+    """A pool of labelled inputs with the original model's train / test split.
+
+    Parameters
+    ----------
+    X : array (n, ...) of inputs inside ``input_range``.
+    y : array (n,) of integer labels in ``0..num_classes-1``.
+    train_idx : indices of the original training set (default: every point).
+    test_idx : indices of held-out points (default: none). Must not overlap ``train_idx``.
+    input_range : (lo, hi) box of valid inputs; adversarial examples are clamped to it.
+    num_classes : number of classes (default: ``max(y) + 1``).
+    """
+
+    X: Any
+    y: Any
+    train_idx: Any = None
+    test_idx: Any = None
+    input_range: tuple[float, float] = (0.0, 1.0)
+    num_classes: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def retain_idx(self, forget_idx: np.ndarray) -> np.ndarray:
+        return np.setdiff1d(np.asarray(self.train_idx), forget_idx)
+
+
+def _int_index(values: Any, name: str, owner: str, n: int, *, allow_empty: bool) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise InputError(f"The '{name}' argument of {owner} must be a 1-d array of indices. Got shape {arr.shape}.")
+    if arr.size == 0:
+        if allow_empty:
+            return arr.astype(np.int64)
+        raise InputError(f"The '{name}' argument of {owner} must be non-empty.")
+    if arr.dtype.kind == "b":
+        raise InputError(f"The '{name}' argument of {owner} must hold integer indices, not a boolean mask.")
+    if arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise InputError(f"The '{name}' argument of {owner} must hold integer indices. Got dtype {arr.dtype}.")
+    arr = arr.astype(np.int64)
+    if arr.min() < 0 or arr.max() >= n:
+        bad = arr[(arr < 0) | (arr >= n)][:5].tolist()
+        raise InputError(f"The '{name}' argument of {owner} has indices out of range [0, {n}): {bad}.")
+    if len(np.unique(arr)) != len(arr):
+        vals, counts = np.unique(arr, return_counts=True)
+        raise InputError(f"The '{name}' argument of {owner} has duplicated indices: {vals[counts > 1][:5].tolist()}.")
+    return arr
+
+
+def as_unlearning_data(data: Any, owner: str) -> UnlearningData:
+    """Validate ``data`` (an :class:`UnlearningData` or an ``(X, y)`` pair) and return a normalised copy."""
+    if isinstance(data, tuple | list) and len(data) == 2:
+        data = UnlearningData(X=data[0], y=data[1])
+    if not isinstance(data, UnlearningData):
+        raise InputError(f"The 'data' argument of {owner} must be an UnlearningData or an (X, y) pair. "
+                         f"Got {type(data).__name__}.")
+    X = np.asarray(data.X)
+    if X.dtype.kind not in "fiu" or X.ndim < 2:
+        raise InputError(f"The 'X' of {owner}'s data must be a numeric array of ndim >= 2. Got {X.dtype}, {X.shape}.")
+    X = X.astype(np.float32)
+    n = len(X)
+    if n < 2:
+        raise InputError(f"The data of {owner} must hold at least 2 points. Got {n}.")
+    if not np.all(np.isfinite(X)):
+        raise InputError(f"The 'X' of {owner}'s data contains NaN or infinite values.")
+    y = np.asarray(data.y)
+    if y.ndim != 1 or len(y) != n:
+        raise InputError(f"The 'y' of {owner}'s data must be 1-d with {n} labels. Got shape {y.shape}.")
+    if y.dtype.kind not in "iu":
+        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            y = y.astype(np.int64)
+        else:
+            raise InputError(f"The 'y' of {owner}'s data must hold integer class labels. Got dtype {y.dtype}.")
+    y = y.astype(np.int64)
+    k = int(y.max()) + 1 if data.num_classes is None else data.num_classes
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
+        raise InputError(f"The 'num_classes' of {owner}'s data must be an int >= 2. Got {data.num_classes!r}.")
+    if y.min() < 0 or y.max() >= k:
+        raise InputError(f"The labels of {owner}'s data must lie in [0, {k}). Got range [{y.min()}, {y.max()}].")
+    lo, hi = (float(v) for v in data.input_range)
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise InputError(f"The 'input_range' of {owner}'s data must be finite (lo, hi) with lo < hi. Got {data.input_range}.")
+    tol = 1e-6 * (hi - lo)
+    if X.min() < lo - tol or X.max() > hi + tol:
+        raise InputError(
+            f"The inputs of {owner}'s data lie outside the declared input_range {(lo, hi)} "
+            f"(min {float(X.min()):.4g}, max {float(X.max()):.4g}); rescale them or declare the right range."
+        )
+    X = np.clip(X, lo, hi)
+    train = np.arange(n) if data.train_idx is None else _int_index(data.train_idx, "train_idx", owner, n,
+                                                                   allow_empty=False)
+    test = np.zeros(0, np.int64) if data.test_idx is None else _int_index(data.test_idx, "test_idx", owner, n,
+                                                                          allow_empty=True)
+    if np.intersect1d(train, test).size:
+        raise InputError(f"The train_idx and test_idx of {owner}'s data overlap.")
+    return UnlearningData(X=X, y=y, train_idx=np.sort(train), test_idx=np.sort(test), input_range=(lo, hi),
+                          num_classes=int(k), meta=dict(data.meta))
+
+
+def check_forget_idx(forget_idx: Any, data: UnlearningData, owner: str) -> np.ndarray:
+    """Validate forget indices against a validated ``data``: non-empty, unique, in range, inside
+    ``train_idx`` (so never in ``test_idx``) and leaving at least one retained point."""
+    n = len(data.X)
+    f = _int_index(forget_idx, "forget_idx", owner, n, allow_empty=False)
+    overlap = np.intersect1d(f, data.test_idx)
+    if overlap.size:
+        raise InputError(f"The 'forget_idx' argument of {owner} overlaps the test set at {overlap[:5].tolist()}; "
+                         "only training points can be forgotten.")
+    outside = np.setdiff1d(f, data.train_idx)
+    if outside.size:
+        raise InputError(f"The 'forget_idx' argument of {owner} holds points that are not in the training set: "
+                         f"{outside[:5].tolist()}.")
+    if len(f) >= len(data.train_idx):
+        raise InputError(f"The 'forget_idx' argument of {owner} covers the whole training set; nothing would be "
+                         "retained (retrain from scratch on nothing is undefined).")
+    return np.sort(f)
+
+
+@dataclass(frozen=True)
+class SGDSpec:
+    """SGD recipe: ``lr_step`` epochs per StepLR drop by ``gamma`` (None = constant lr)."""
+
+    epochs: int = 60
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    batch_size: int = 64
+    lr_step: int | None = None
+    gamma: float = 0.1
+
+
+class _Threads:
+    def __init__(self, n: int | None) -> None:
+        import torch
+
+        self.torch, self.n, self.old = torch, n, torch.get_num_threads()
+
+    def __enter__(self) -> None:
+        if self.n is not None:
+            self.torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.torch.set_num_threads(self.old)
+
+
+def _device(model: Any) -> Any:
+    import torch
+
+    p = next(iter(model.parameters()), None)
+    return p.device if p is not None else torch.device("cpu")
+
+
+def make_optimizer(model: Any, spec: SGDSpec) -> tuple[Any, Any]:
+    import torch
+
+    opt = torch.optim.SGD(model.parameters(), lr=spec.lr, momentum=spec.momentum, weight_decay=spec.weight_decay)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=spec.lr_step, gamma=spec.gamma) if spec.lr_step else None
+    return opt, sched
+
+
+def check_finite(loss: Any, owner: str, what: str) -> None:
+    if not bool(np.isfinite(float(loss))):
+        raise UnlearningDivergedError(
+            f"{owner}: the {what} loss became {float(loss)}; the model diverged. Lower 'lr' or 'epochs' "
+            "(the weights were restored)."
+        )
+
+
+def sgd_train(model: Any, X: Any, y: Any, spec: SGDSpec | None = None, *, seed: int = 0,
+              num_threads: int | None = 1) -> dict[str, Any]:
+    """Train ``model`` with cross-entropy and SGD(momentum); deterministic by ``seed``. Returns
+    ``{"loss": [...per epoch], "wall_time_s": t}`` and leaves the model in eval mode."""
+    import torch
+
+    spec = spec or SGDSpec()
+    t0 = time.perf_counter()
+    dev = _device(model)
+    Xt = torch.as_tensor(np.asarray(X, np.float32), device=dev)
+    yt = torch.as_tensor(np.asarray(y, np.int64), device=dev)
+    gen = torch.Generator().manual_seed(int(seed))
+    losses = []
+    with _Threads(num_threads):
+        opt, sched = make_optimizer(model, spec)
+        model.train()
+        for _ in range(spec.epochs):
+            perm = torch.randperm(len(Xt), generator=gen).to(dev)
+            total = 0.0
+            for s in range(0, len(Xt), spec.batch_size):
+                idx = perm[s:s + spec.batch_size]
+                opt.zero_grad()
+                loss = torch.nn.functional.cross_entropy(model(Xt[idx]), yt[idx])
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * len(idx)
+            check_finite(total, "sgd_train", "training")
+            losses.append(total / len(Xt))
+            if sched is not None:
+                sched.step()
+    model.eval()
+    return {"loss": losses, "wall_time_s": time.perf_counter() - t0}
+
+
+def logits_of(model: Any, X: Any, *, batch_size: int = 2048, num_threads: int | None = 1) -> np.ndarray:
+    """Eval-mode logits as float64 (the mode is restored)."""
+    import torch
+
+    was = model.training
+    model.eval()
+    dev = _device(model)
+    try:
+        with torch.no_grad(), _Threads(num_threads):
+            Xt = torch.as_tensor(np.asarray(X, np.float32), device=dev)
+            out = torch.cat([model(Xt[i:i + batch_size]) for i in range(0, len(Xt), batch_size)])
+    finally:
+        model.train(was)
+    return out.detach().cpu().numpy().astype(np.float64)
