@@ -1,0 +1,44 @@
+"""Deception probes: linear probes on residual-stream activations, calibrated on control chat.
+
+Goldowsky-Dill, Chughtai, Heimersheim, Hobbhahn, "Detecting Strategic Deception Using Linear Probes",
+ICML 2025 (arXiv:2502.03407); official code https://github.com/ApolloResearch/deception-detection.
+
+Light at import: every name is loaded on first use (no torch, no sklearn here).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from trustlab.core.registry import METHODS
+
+METHODS.register("DeceptionProbe", "trustlab.methods.deception._probe:DeceptionProbe", paper="deception",
+                 role="predictor")
+
+_LAZY = {
+    "DeceptionProbe": "_probe", "DialogueActivations": "_probe", "PAPER": "_probe",
+    "Message": "_dialogue", "Dialogue": "_dialogue", "LABELS": "_dialogue", "TokenizedDialogues": "_dialogue",
+    "tokenize_dialogues": "_dialogue", "render": "_dialogue",
+    "ActivationExtractor": "_extract", "layer_site": "_extract",
+    "Threshold": "_metrics", "threshold_at_fpr": "_metrics", "auroc": "_metrics", "recall_at_fpr": "_metrics",
+    "evaluate_scores": "_metrics",
+    "random_direction_probe": "_baselines", "shuffled_label_probe": "_baselines", "TextBaseline": "_baselines",
+    "layer_sweep": "_baselines", "binary": "_baselines",
+    "instructed_pairs": "_data", "roleplay": "_data", "sandbagging": "_data", "control": "_data",
+    "data_dir": "_data",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"trustlab.methods.deception.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'trustlab.methods.deception' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,242 @@
+"""Tests for trustlab.methods.deception (deception probes, Goldowsky-Dill et al., ICML 2025)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from trustlab.core.exceptions import InputError, ScaleWarning, UnknownNameError
+from trustlab.methods.deception import (
+    ActivationExtractor,
+    DeceptionProbe,
+    Dialogue,
+    DialogueActivations,
+    Message,
+    TextBaseline,
+    auroc,
+    control,
+    instructed_pairs,
+    layer_sweep,
+    recall_at_fpr,
+    roleplay,
+    sandbagging,
+    shuffled_label_probe,
+    threshold_at_fpr,
+    tokenize_dialogues,
+)
+
+
+def _synthetic(n=80, d=16, tokens=5, sep=3.0, seed=0, layer=9):
+    """Dialogues of `tokens` tokens; deceptive tokens are shifted along a planted unit direction."""
+    w = np.random.default_rng(123).normal(size=d)
+    w /= np.linalg.norm(w)
+    rng = np.random.default_rng(seed)
+    y = np.array(["honest", "deceptive"] * (n // 2), dtype=object)
+    groups = np.repeat(np.arange(n), tokens)
+    X = rng.normal(size=(n * tokens, d))
+    X += sep * np.outer((y[groups] == "deceptive").astype(float), w)
+    return DialogueActivations({layer: X}, groups, y), w
+
+
+@pytest.fixture(scope="module")
+def tok():
+    from trustlab.llm import load_tokenizer
+
+    return load_tokenizer()
+
+
+# ------------------------------------------------------------------------------------------- probe
+@pytest.mark.parametrize("method", ["lr", "mms", "lat"])
+def test_probe_separates_and_recovers_planted_direction(method):
+    train, w = _synthetic(seed=0)
+    test, _ = _synthetic(seed=1)
+    p = DeceptionProbe(method=method).fit(train, train.labels)
+    s = p.score(test)
+    lab = np.asarray(test.labels)
+    assert auroc(s[lab == "honest"], s[lab == "deceptive"]) > 0.99
+    # direction in raw coordinates: w_raw = direction / scale
+    raw = p.direction_ / p.scale_
+    cos = raw @ w / np.linalg.norm(raw)
+    assert cos > 0.9, cos
+    P = p.predict_proba(test)
+    assert P.shape == (len(test), 2) and np.allclose(P.sum(1), 1)
+    assert list(p.classes_) == ["deceptive", "honest"] and p.positive_class_ == "deceptive"
+    assert (p.predict(test) == lab).mean() > 0.9
+
+
+def test_probe_numeric_labels_and_array_input():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 6))
+    y = (X[:, 2] > 0).astype(int)
+    p = DeceptionProbe().fit(X, y)
+    assert p.positive_class_ == 1 and auroc(p.score(X)[y == 0], p.score(X)[y == 1]) > 0.95
+
+
+def test_aggregations():
+    acts, _ = _synthetic(n=4, d=3, tokens=3)
+    p = DeceptionProbe(aggregation="mean").fit(acts, acts.labels)
+    t = p.token_scores(acts).reshape(4, 3)
+    assert np.allclose(p.score(acts), t.mean(1))
+    assert np.allclose(p.set_params(aggregation="max").score(acts), t.max(1))
+    assert np.allclose(p.set_params(aggregation="last").score(acts), t[:, -1])
+
+
+def test_bad_inputs():
+    acts, _ = _synthetic()
+    with pytest.raises(InputError, match="at least 2 classes"):
+        DeceptionProbe().fit(acts, np.array(["honest"] * len(acts)))
+    with pytest.raises(InputError, match="exactly two classes"):
+        DeceptionProbe().fit(acts, np.array(["honest", "deceptive", "ambiguous", "honest"] * (len(acts) // 4)))
+    with pytest.raises(UnknownNameError, match="layer 5"):
+        DeceptionProbe(layer=5).fit(acts, acts.labels)
+    with pytest.raises(InputError, match="empty detection mask"):
+        tokenize_dialogues(_FakeTok(), [Dialogue([Message("user", "hi"), Message("assistant", "yo")])])
+
+
+def test_shuffled_labels_near_chance():
+    train, _ = _synthetic(n=200, seed=3)
+    test, _ = _synthetic(n=200, seed=4)
+    aucs = []
+    for s in range(5):
+        p = shuffled_label_probe(train, train.labels, random_state=s)
+        sc, lab = p.score(test), np.asarray(test.labels)
+        aucs.append(auroc(sc[lab == "honest"], sc[lab == "deceptive"]))
+    assert abs(np.mean(aucs) - 0.5) < 0.15
+
+
+def test_layer_sweep_rows():
+    acts, _ = _synthetic()
+    acts.acts[3] = np.random.default_rng(0).normal(size=acts.acts[9].shape)
+    rows = layer_sweep(acts, {"self": acts}, [3, 9])
+    by = {r["layer"]: r["auroc"] for r in rows}
+    assert by[9] > 0.99 and by[3] < by[9]
+
+
+# ------------------------------------------------------------------------------------------- metrics
+def test_threshold_uses_control_only_and_warns_when_too_small():
+    c = np.arange(200.0)
+    t = threshold_at_fpr(c, 0.05)
+    assert t.effective_fpr == pytest.approx(0.05) and t.n_control == 200
+    r1 = recall_at_fpr(c, np.array([1e9, -1e9]), fpr=0.05, n_boot=0)
+    r2 = recall_at_fpr(c, np.array([1e9, 1e9, 1e9, -5.0]), fpr=0.05, n_boot=0)
+    assert r1["threshold"] == r2["threshold"] == t.value  # deceptive scores do not move the threshold
+    with pytest.warns(ScaleWarning, match="effective FPR"):
+        small = threshold_at_fpr(np.arange(30.0), 0.01)
+    assert small.effective_fpr == pytest.approx(1 / 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        threshold_at_fpr(np.arange(100.0), 0.01)
+
+
+def test_recall_ci_and_auroc():
+    rng = np.random.default_rng(0)
+    c, d, h = rng.normal(size=200), rng.normal(3, 1, size=50), rng.normal(size=50)
+    r = recall_at_fpr(c, d, h, fpr=0.05, n_boot=200)
+    assert r["recall_ci"][0] <= r["recall"] <= r["recall_ci"][1] and r["recall"] > 0.7
+    assert r["honest_flagged"] < 0.2
+    assert auroc([0, 1], [2, 3]) == 1.0 and auroc([1, 1], [1, 1]) == 0.5
+
+
+# ------------------------------------------------------------------------------------------- data + masks
+class _FakeTok:
+    def apply_chat_template(self, chat, tokenize=False):
+        return "".join(f"<{m['role']}>{m['content']}</>" for m in chat)
+
+    def __call__(self, text, add_special_tokens=False, return_offsets_mapping=True):
+        return {"input_ids": [ord(ch) for ch in text], "offset_mapping": [(i, i + 1) for i in range(len(text))]}
+
+
+def test_masks_cover_exactly_detected_tokens_on_real_template(tok):
+    ds = instructed_pairs(4) + roleplay(2) + sandbagging(2)["sandbag"] + control(3)
+    td = tokenize_dialogues(tok, ds)
+    for d, ids, m in zip(ds, td.input_ids, td.masks):
+        got = tok.decode([i for i, k in zip(ids, m) if k])
+        assert got.strip() == d.detected_text.strip()
+        # tokens just outside the mask are not part of the detected text
+        idx = np.nonzero(m)[0]
+        assert idx.max() - idx.min() + 1 == len(idx)  # one contiguous block
+    # instructed pairs: last 5 words are not detected; honest and deceptive read the same tokens
+    a, b = td.masks[0], td.masks[1]
+    ia, ib = np.asarray(td.input_ids[0])[a], np.asarray(td.input_ids[1])[b]
+    assert np.array_equal(ia, ib) and len(ds[0].detected_text.split()) == len(
+        (ds[0].messages[1].content + ds[0].messages[2].content).split()) - 5
+
+
+def test_mask_padding_and_context(tok):
+    d = Dialogue([Message("user", "Is it new?"), Message("assistant", "Yes, it is brand new.", detect=True)])
+    m0 = tokenize_dialogues(tok, [d]).masks[0]
+    m = tokenize_dialogues(tok, [d], padding=(2, 1)).masks[0]
+    i0, i = np.nonzero(m0)[0], np.nonzero(m)[0]
+    assert i.min() == i0.min() - 2 and i.max() == i0.max() + 1
+    long = Dialogue([Message("user", "word " * 3000), Message("assistant", "ok", detect=True)])
+    with pytest.raises(InputError, match="context"):
+        tokenize_dialogues(tok, [long], n_ctx=2048)
+
+
+def test_fake_template_masks():
+    d = Dialogue([Message("user", "ab"), Message("assistant", "cd", detect=True), Message("assistant", "ef")])
+    td = tokenize_dialogues(_FakeTok(), [d])
+    text = td.texts[0]
+    assert "".join(ch for ch, k in zip(text, td.masks[0]) if k) == "cd"
+
+
+def test_shipped_data_sizes():
+    assert len(instructed_pairs()) >= 2 * 250 and len(roleplay()) == 80
+    sb = sandbagging()
+    assert len(sb["sandbag"]) == len(sb["mistake"]) == len(sb["offskill"]) >= 40
+    assert 150 <= len(control()) <= 300
+    for d in instructed_pairs()[::2]:
+        assert len(d.detected_text.split()) >= 7
+
+
+def test_text_baseline_cannot_read_identical_responses():
+    ds = instructed_pairs(30)
+    tb = TextBaseline(kind="tfidf", view="detected").fit(ds)
+    s = tb.score(ds)
+    assert np.allclose(s[0::2], s[1::2])  # honest and deceptive responses are the same text
+    full = TextBaseline(kind="tfidf", view="full").fit(ds).score(ds)
+    assert auroc(full[0::2], full[1::2]) == 1.0  # the instruction word gives it away
+
+
+# ------------------------------------------------------------------------------------------- extractor
+def test_extractor_tiny_model():
+    from trustlab.llm import tiny_random_llama
+
+    model, tk = tiny_random_llama()
+    ds = instructed_pairs(3)
+    ex = ActivationExtractor(model, tk, layers=[1, 2])
+    a = ex(ds, key="x")
+    assert a.layers == [1, 2] and len(a) == 6 and a.acts[1].shape[1] == 72
+    assert np.array_equal(a.n_tokens, tokenize_dialogues(tk, ds).n_detected)
+    assert ex(ds, key="x") is a
+    with pytest.raises(UnknownNameError):
+        ActivationExtractor(model, tk, layers=[7])
+    p = DeceptionProbe(layer=2).fit(a, a.labels)
+    assert p.score(a).shape == (6,)
+
+
+# ------------------------------------------------------------------------------------------- real model
+@pytest.fixture(scope="module")
+def smol():
+    from trustlab.llm import load_model
+
+    return load_model("smollm2-135m-instruct")
+
+
+@pytest.mark.llm
+def test_real_model_probe_separates_instructed_pairs(smol):
+    import torch
+
+    torch.set_num_threads(2)
+    ds = instructed_pairs(40)
+    ex = ActivationExtractor(smol.model, smol.tokenizer, layers=[12], batch_size=16)
+    acts = ex(ds)
+    train, test = acts.subset(np.arange(0, 60)), acts.subset(np.arange(60, 80))
+    p = DeceptionProbe(layer=12).fit(train, train.labels)
+    s, lab = p.score(test), np.asarray(test.labels)
+    assert auroc(s[lab == "honest"], s[lab == "deceptive"]) > 0.85
+    ctl = ex(control(30))
+    t = threshold_at_fpr(p.score(ctl), 0.1)
+    assert np.isfinite(t.value)
