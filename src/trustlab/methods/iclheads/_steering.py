@@ -1,0 +1,126 @@
+"""Function vectors (Todd et al., 2024) from a head set, and zero-shot steering with them.
+
+The function vector of task ``t`` for heads ``S`` is ``v_t = sum_{(l,h) in S} W_O^{l,h} a_bar^t_{l,h}``:
+each head's mean last-position activation on clean few-shot prompts mapped through its slice of the
+output projection, i.e. its mean contribution to the residual stream. Adding ``v_t`` to the residual
+stream after block ``layer`` (about ``L / 3``) at the last token of a zero-shot prompt ``"Q: x\\nA:"``
+makes the model perform the task when the heads carry the task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.exceptions import InputError
+from trustlab.methods.iclheads._tasks import ICLTask, _as_tasks, format_prompt, target_token
+
+__all__ = ["function_vector", "steered_accuracy"]
+
+
+def function_vector(
+    model: Any,
+    heads: Sequence[tuple[int, int]],
+    task: ICLTask | str | Any,
+    *,
+    n_mean: int = 20,
+    n_shots: int = 5,
+    random_state: int = 0,
+    tokenizer: Any = None,
+) -> np.ndarray:
+    """The function vector ``[d_model]`` of ``task`` (or of given mean activations) for ``heads``.
+
+    Parameters
+    ----------
+    heads : sequence of (layer, head)
+    task : task name, ICLTask, or array [n_layers, n_heads, d_head]
+        A task: its mean activations are computed on ``n_mean`` clean ``n_shots``-shot prompts. An array:
+        used as the mean activations directly.
+
+    Example
+    -------
+    >>> from trustlab.llm import tiny_random_llama
+    >>> model, tok = tiny_random_llama()
+    >>> function_vector(model, [(0, 1), (1, 2)], "antonym", n_mean=2, n_shots=1).shape
+    (72,)
+
+    References
+    ----------
+    Todd et al., ICLR 2024 (https://github.com/ericwtodd/function_vectors); Yin & Steinhardt, ICML 2025.
+    """
+    import torch
+
+    from trustlab.llm import arch_spec, dims
+    from trustlab.llm.sites import get_module, unwrap
+    from trustlab.methods.iclheads._fv import mean_head_activations
+
+    inner = unwrap(model)
+    d = dims(inner)
+    if isinstance(task, str | ICLTask):
+        means = mean_head_activations(inner, task, n_mean=n_mean, n_shots=n_shots, random_state=random_state,
+                                      tokenizer=tokenizer)
+    else:
+        means = np.asarray(task, dtype=np.float32)
+    if means.shape != (d.n_layers, d.n_heads, d.d_head):
+        raise InputError(f"Mean activations must have shape {(d.n_layers, d.n_heads, d.d_head)}. Got {means.shape}.")
+    heads = [(int(a), int(b)) for a, b in heads]
+    if not heads:
+        raise InputError("function_vector needs at least one head. Got an empty set.")
+    spec = arch_spec(inner)
+    out = torch.zeros(d.d_model)
+    with torch.no_grad():
+        for layer, h in heads:
+            if not (0 <= layer < d.n_layers and 0 <= h < d.n_heads):
+                raise InputError(f"Head {(layer, h)} is outside the model's {d.n_layers} x {d.n_heads} heads.")
+            w = get_module(inner, f"{spec.layers}.{layer}.{spec.o_proj}").weight
+            out += w[:, h * d.d_head : (h + 1) * d.d_head].float().cpu() @ torch.as_tensor(means[layer, h])
+    return out.numpy()
+
+
+def steered_accuracy(
+    model: Any,
+    task: ICLTask | str,
+    fv: Any,
+    *,
+    layer: int | None = None,
+    scale: float = 1.0,
+    tokenizer: Any = None,
+    batch_size: int = 32,
+) -> float:
+    """Zero-shot first-token accuracy on ``task`` with ``scale * fv`` added after block ``layer`` (last token).
+
+    ``fv=None`` gives the unsteered zero-shot accuracy. ``layer`` defaults to ``n_layers // 3``.
+
+    Example
+    -------
+    >>> from trustlab.llm import tiny_random_llama
+    >>> model, tok = tiny_random_llama()
+    >>> 0.0 <= steered_accuracy(model, "capitalize", None) <= 1.0
+    True
+    """
+    from trustlab.llm import Edit, dims, trace
+    from trustlab.llm.sites import unwrap
+    from trustlab.methods.iclheads._ablation import first_token_accuracy
+    from trustlab.methods.iclheads._fv import _tok
+
+    inner = unwrap(model)
+    (task,) = _as_tasks(task)
+    tok = _tok(inner, tokenizer)
+    d = dims(inner)
+    layer = d.n_layers // 3 if layer is None else int(layer)
+    if not 0 <= layer < d.n_layers:
+        raise InputError(f"The steering layer must be in [0, {d.n_layers - 1}]. Got {layer}.")
+    texts = [format_prompt([], x) for x, _ in task.pairs]
+    targets = [target_token(tok, y) for _, y in task.pairs]
+    edit = None
+    if fv is not None:
+        v = np.asarray(fv, dtype=np.float32) * float(scale)
+        if v.shape != (d.d_model,) or not np.isfinite(v).all():
+            raise InputError(f"The function vector must be a finite array of shape ({d.d_model},). Got {v.shape}.")
+        import torch
+
+        edit = Edit(f"blocks.{layer}.resid_post", torch.as_tensor(v), "add", positions=-1)
+    with trace(inner, (), edit=edit):
+        return first_token_accuracy(inner, texts, targets, tokenizer=tok, batch_size=batch_size)
