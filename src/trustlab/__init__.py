@@ -6,8 +6,7 @@ them is first used. Commonly used names are available lazily from the top level.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from trustlab.core.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -41,14 +40,4 @@ _LAZY = {
 
 __all__ = ["__version__", *_LAZY]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'trustlab' has no attribute '{name}'")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

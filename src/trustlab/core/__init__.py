@@ -6,8 +6,7 @@ loader) does not pay for scikit-learn's import through :mod:`trustlab.core.base`
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from trustlab.core.lazy import lazy_exports
 
 _LAZY = {
     "Method": "trustlab.core.base",
@@ -37,14 +36,4 @@ _LAZY = {
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'trustlab.core' has no attribute '{name}'")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

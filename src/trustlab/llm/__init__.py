@@ -15,8 +15,7 @@ Example
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from trustlab.core.lazy import lazy_exports
 
 #: public name -> submodule that defines it
 _EXPORTS: dict[str, str] = {
@@ -81,15 +80,4 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'trustlab.llm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"trustlab.llm.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -14,9 +14,7 @@ Unlearning" (arXiv:2503.00917). Light to import: torch loads only when a name be
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
 
 _M = "trustlab.methods.amun._methods"
@@ -38,10 +36,4 @@ _LAZY = {
 
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"trustlab.methods.amun.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'trustlab.methods.amun' has no attribute '{name}'")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

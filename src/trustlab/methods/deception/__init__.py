@@ -8,9 +8,7 @@ Light at import: every name is loaded on first use (no torch, no sklearn here).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
 
 METHODS.register("DeceptionProbe", "trustlab.methods.deception._probe:DeceptionProbe", paper="deception",
@@ -31,14 +29,4 @@ _LAZY = {
 
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"trustlab.methods.deception.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'trustlab.methods.deception' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -12,9 +12,7 @@ accounting and the Flower strategy load only when their names are used.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
 
 METHODS.register("FedCEO", "trustlab.methods.fedceo._aggregators:FedCEO", paper="fedceo", role="aggregator")
@@ -33,10 +31,4 @@ _LAZY = {
 
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"trustlab.methods.fedceo.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'trustlab.methods.fedceo' has no attribute '{name}'")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -7,6 +7,7 @@ scores as causal indirect effects from all-heads patching on a shared KV cache, 
 All hooks come from :mod:`trustlab.llm`; importing this package imports no torch.
 """
 
+from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
 
 METHODS.register("HeadAblation", "trustlab.methods.iclheads._ablation:HeadAblation", paper="iclheads",
@@ -27,14 +28,4 @@ _LAZY = {
 
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"trustlab.methods.iclheads.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'trustlab.methods.iclheads' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

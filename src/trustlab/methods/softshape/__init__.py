@@ -4,6 +4,7 @@ Liu et al., "Learning Soft Sparse Shapes for Efficient Time-Series Classificatio
 (arXiv:2505.06892). Exports load lazily: importing this package imports neither torch nor aeon.
 """
 
+from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
 
 METHODS.register("SoftShapeClassifier", "trustlab.methods.softshape._classifier:SoftShapeClassifier",
@@ -23,10 +24,4 @@ _LAZY = {
     "p1_split": "_protocol", "p2_splits": "_protocol", "evaluate": "_protocol",
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"trustlab.methods.softshape.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'trustlab.methods.softshape' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -16,8 +16,7 @@ Objects are imported on first attribute access, so ``import trustlab.methods.spl
 
 from __future__ import annotations
 
-from typing import Any
-
+from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
 from trustlab.methods.split._paper import PAPER
 
@@ -43,16 +42,4 @@ _WHERE = {
 for _name in ("SPLITClassifier", "LicketySPLITClassifier", "GreedyTreeClassifier", "RESPLIT"):
     METHODS.register(_name, _WHERE[_name], paper="split", role="predictor")
 
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        from trustlab.core.registry import load_dotted
-
-        obj = load_dotted(_WHERE[name])
-        globals()[name] = obj
-        return obj
-    raise AttributeError(f"module 'trustlab.methods.split' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -3,6 +3,7 @@
 Sharma et al., "X-Hacking: The Threat of Misguided AutoML", ICML 2025 (arXiv:2401.08513).
 """
 
+from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
 
 METHODS.register("XHackingAudit", "trustlab.methods.xhacking._audit:XHackingAudit", paper="xhacking", role="auditor")
@@ -21,10 +22,4 @@ _LAZY = {
     "explain_pipeline": "_explain",
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"trustlab.methods.xhacking.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'trustlab.methods.xhacking' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
