@@ -97,13 +97,16 @@ def _parse_mode(quick: bool, mode: str | None) -> str:
 def _claims_table(results: list) -> Table:
     from trustlab.results.report import claims_rows
 
-    t = Table(title="claims")
-    for col in ("experiment", "claim", "observed", "baseline", "threshold", "status"):
-        t.add_column(col, overflow="fold")
+    t = Table(title="claims (statements and scale notes are in the report)")
+    t.add_column("experiment", no_wrap=True, min_width=10)
+    t.add_column("claim", no_wrap=True, min_width=6)
+    t.add_column("status", no_wrap=True, min_width=6)
+    for col in ("observed", "baseline", "threshold"):
+        t.add_column(col, overflow="fold", max_width=26)
     colors = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}
     for r in results:
         for row in claims_rows(r):
-            t.add_row(r.experiment, f"{row[0]}: {row[1]}", row[2], row[3], row[4], f"[{colors[row[5]]}]{row[5]}[/]")
+            t.add_row(r.experiment, row[0], f"[{colors[row[5]]}]{row[5]}[/]", row[2], row[3], row[4])
     return t
 
 

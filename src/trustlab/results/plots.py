@@ -77,19 +77,41 @@ def line_plot(result: Result, x: str, y: str = "value", hue: str | None = None, 
     return fig
 
 
+def _short(value: Any, width: int = 38) -> str:
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
+
+
 def claims_plot(result: Result) -> Any:
-    """Each numeric claim's observed value beside its threshold, coloured PASS/FAIL."""
-    fig, ax = new_figure(6.0, 0.5 + 0.45 * max(1, len(result.claims)))
-    rows = [c for c in result.claims if isinstance(c.observed, int | float) and isinstance(c.threshold, int | float)]
+    """One row per claim: a PASS/FAIL/SKIP box with the observed value beside its threshold.
+
+    Claims compare values of different kinds and scales (ratios, AUCs, counts, seconds), so they are
+    shown side by side as text on a status strip rather than on one shared numeric axis.
+    """
+    rows = result.claims
+    fig, ax = new_figure(7.2, 0.7 + 0.42 * max(1, len(rows)))
+    ax.set_axis_off()
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.5, max(1, len(rows)) - 0.5)
+    ax.invert_yaxis()
+    ax.set_title(f"{result.experiment} [{result.mode}]: claims", fontsize=9)
     if not rows:
-        ax.text(0.5, 0.5, "no numeric claims", ha="center", va="center")
-        ax.set_axis_off()
+        ax.text(0.5, 0, "no claims", ha="center", va="center")
         return fig
-    ys = np.arange(len(rows))
-    colors = ["tab:green" if c.passed else ("tab:red" if c.passed is False else "tab:gray") for c in rows]
-    ax.barh(ys, [c.observed for c in rows], color=colors, alpha=0.8, label="observed")
-    ax.scatter([c.threshold for c in rows], ys, marker="|", s=300, color="black", label="threshold", zorder=3)
-    ax.set_yticks(ys, [f"{c.id} ({c.status})" for c in rows], fontsize=8)
-    ax.set_title(f"{result.experiment} [{result.mode}]: observed vs threshold", fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    colors = {"PASS": "#2e7d32", "FAIL": "#c62828", "SKIP": "#9e9e9e"}
+    for i, c in enumerate(rows):
+        ax.add_patch(_rect((0.0, i - 0.38), 0.11, 0.76, colors[c.status]))
+        ax.text(0.055, i, c.status, ha="center", va="center", color="white", fontsize=8, weight="bold")
+        ax.text(0.13, i, _short(c.id, 12), va="center", fontsize=8, weight="bold")
+        if c.passed is None:
+            ax.text(0.25, i, _short(c.detail or "not checked in this run", 60), va="center", fontsize=7)
+            continue
+        ax.text(0.25, i, "observed: " + _short(c.observed, 30), va="center", fontsize=7)
+        ax.text(0.66, i, "threshold: " + _short(c.threshold, 28), va="center", fontsize=7)
     return fig
+
+
+def _rect(xy: tuple[float, float], width: float, height: float, color: str) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle(xy, width, height, color=color)
