@@ -28,7 +28,7 @@ from trustlab.results.result import Result
 PAPER = PaperInfo(title="Not All Wrong is Bad: Using Adversarial Examples for Unlearning (AMUN)", arxiv="2503.00917",
                   repo="https://github.com/Ali-E/AMUN", commit="9e341a9")
 TITLE = "AMUN: unlearning with adversarial examples, evaluated by online RMIA"
-EXTRAS: tuple[str, ...] = ()
+EXTRAS: tuple[str, ...] = ("torch",)
 
 #: method family -> (class name, fixed kwargs)
 FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
