@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.exceptions import InputError
-from trustlab.methods.amun._data import _device, _Threads
+from trustlab.methods.amun._data import _device, _Threads, as_int64
 
 __all__ = ["AdversarialSet", "adversarial_set", "choose_eps_init", "clear_adversarial_cache"]
 
@@ -86,12 +86,7 @@ def _validate(X: Any, y: Any, eps_init: Any, steps: Any, max_doublings: Any, inp
     y = np.asarray(y)
     if y.ndim != 1 or len(y) != len(X):
         raise InputError(f"The 'y' argument of {owner} must be 1-d with {len(X)} labels. Got shape {y.shape}.")
-    if y.dtype.kind not in "iu":
-        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
-            y = y.astype(np.int64)
-        else:
-            raise InputError(f"The 'y' argument of {owner} must hold integer labels. Got dtype {y.dtype}.")
-    y = y.astype(np.int64)
+    y = as_int64(y, f"The 'y' argument of {owner} must hold integer labels")
     for name, v, low in (("steps", steps, 1), ("max_doublings", max_doublings, 0)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
             raise InputError(f"The '{name}' argument of {owner} must be an int >= {low}. Got {v!r}.")

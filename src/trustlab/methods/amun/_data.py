@@ -49,6 +49,15 @@ class UnlearningData:
         return np.setdiff1d(np.asarray(self.train_idx), forget_idx)
 
 
+def as_int64(arr: np.ndarray, rule: str) -> np.ndarray:
+    """``arr`` as int64, accepting whole-valued finite floats; otherwise InputError ``"{rule}. Got dtype ..."``."""
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+        return arr.astype(np.int64)
+    raise InputError(f"{rule}. Got dtype {arr.dtype}.")
+
+
 def _int_index(values: Any, name: str, owner: str, n: int, *, allow_empty: bool) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1:
@@ -59,12 +68,7 @@ def _int_index(values: Any, name: str, owner: str, n: int, *, allow_empty: bool)
         raise InputError(f"The '{name}' argument of {owner} must be non-empty.")
     if arr.dtype.kind == "b":
         raise InputError(f"The '{name}' argument of {owner} must hold integer indices, not a boolean mask.")
-    if arr.dtype.kind not in "iu":
-        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-        else:
-            raise InputError(f"The '{name}' argument of {owner} must hold integer indices. Got dtype {arr.dtype}.")
-    arr = arr.astype(np.int64)
+    arr = as_int64(arr, f"The '{name}' argument of {owner} must hold integer indices")
     if arr.min() < 0 or arr.max() >= n:
         bad = arr[(arr < 0) | (arr >= n)][:5].tolist()
         raise InputError(f"The '{name}' argument of {owner} has indices out of range [0, {n}): {bad}.")
@@ -93,12 +97,7 @@ def as_unlearning_data(data: Any, owner: str) -> UnlearningData:
     y = np.asarray(data.y)
     if y.ndim != 1 or len(y) != n:
         raise InputError(f"The 'y' of {owner}'s data must be 1-d with {n} labels. Got shape {y.shape}.")
-    if y.dtype.kind not in "iu":
-        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
-            y = y.astype(np.int64)
-        else:
-            raise InputError(f"The 'y' of {owner}'s data must hold integer class labels. Got dtype {y.dtype}.")
-    y = y.astype(np.int64)
+    y = as_int64(y, f"The 'y' of {owner}'s data must hold integer class labels")
     k = int(y.max()) + 1 if data.num_classes is None else data.num_classes
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
         raise InputError(f"The 'num_classes' of {owner}'s data must be an int >= 2. Got {data.num_classes!r}.")
