@@ -25,7 +25,7 @@ from trustlab.core.seeding import thread_settings
 from trustlab.experiments.base import MODES, Claim, ExperimentConfig, RunContext, evaluate_claims
 from trustlab.results.result import Result
 
-__all__ = ["Experiment", "experiment_ids", "get_experiment", "apply_overrides", "run_experiment", "provenance"]
+__all__ = ["Experiment", "MODES", "experiment_ids", "get_experiment", "apply_overrides", "run_experiment", "provenance"]
 
 _NOT_EXPERIMENTS = {"base", "runner"}
 
@@ -183,5 +183,3 @@ def run_experiment(
         path = result.save(Path(out_dir) / exp_id / mode / f"{stamp}.json")
     return result, path
 
-
-__all__ += ["MODES"]

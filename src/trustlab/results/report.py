@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import html
-import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from trustlab.results.plots import claims_plot
-from trustlab.results.result import Result, atomic_write_text
+from trustlab.results.result import Result, atomic_write, atomic_write_text
 
 __all__ = ["find_results", "latest_results", "build_report", "claims_rows"]
 
@@ -48,15 +46,7 @@ def claims_rows(result: Result) -> list[list[str]]:
 
 
 def _save_fig(fig: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
 
 
 HEADER = ["claim", "statement", "observed", "baseline", "threshold", "status", "scale note"]

@@ -6,13 +6,14 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["SCHEMA_VERSION", "ClaimOutcome", "Result", "atomic_write_text", "to_jsonable"]
+__all__ = ["SCHEMA_VERSION", "ClaimOutcome", "Result", "atomic_write", "atomic_write_text", "to_jsonable"]
 
 SCHEMA_VERSION = 1
 
@@ -36,21 +37,34 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file in the same folder and an atomic rename."""
+def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
+    """Create ``path`` atomically: ``write(tmp)`` fills a temp file in the same folder, then a rename.
+
+    On any error the temp file is removed and an existing ``path`` is left untouched.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix + ".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        write(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` via a synced temp file and an atomic rename."""
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    return atomic_write(path, write)
 
 
 @dataclass
