@@ -2,7 +2,7 @@
 
 Claims (issue 8): (1a) on the synthetic controlled-redundancy data, Spearman(R^2_f, achievable drop within
 eps) >= 0.6 over the informative features; (1b) on breast_cancer the top-SHAP feature is pushed to <= 25 %
-of its reference share within eps = 0.01; (2) TPE needs fewer trials to first success than random
+of its reference share within eps = 0.01 (best of one TPE search per seed in ``vuln_seeds``); (2) TPE needs fewer trials to first success than random
 sampling (median over seeds, ratio >= 1.5, bootstrap CI); (3) no false alarm on the independent
 control feature (synthetic rho = 0 target): no success in >= 4 of 5 seeds for each sampler; (4) audit
 soundness: every interval endpoint is a logged defensible trial that recomputes to 1e-6.
@@ -41,7 +41,7 @@ class Config(ExperimentConfig):
     synth_independent: int = 4
     eps: float = 0.01
     kappa: float = 0.25
-    hack_budget: int = 30            # claim 1b: TPE trials on breast_cancer (and wine/diabetes)
+    hack_budget: int = 30            # claim 1b: TPE trials per seed in vuln_seeds (breast_cancer, wine, diabetes)
     other_datasets: bool = True      # also attack the top feature of wine (0 vs rest) and diabetes (median)
     audit_explore: int = 60          # claim 4: shared random trials of the synthetic audit
     vuln_budget: int = 40            # claim 1a: trials of the directed minimisation, per feature and seed
@@ -129,19 +129,29 @@ def _run(cfg: Config, ctx: RunContext) -> Result:
     settings = EvalSettings(n_background=cfg.n_background, n_explain=cfg.n_explain)
 
     # -- claim 1b (+ wine, diabetes): push the top-SHAP feature down with TPE ----------------------------
+    # One TPE search of `hack_budget` trials per seed in `vuln_seeds` (the attacker effort C1a also uses);
+    # the claim is existential, so the observed value is the best (lowest) ratio over those searches. The
+    # first seed's single-search ratio is kept in the summary too (it was the claim's measurement up to
+    # 2026-11-29, see docs/papers/xhacking.md).
     names_ds = ["breast_cancer"] + (["wine", "diabetes"] if cfg.other_datasets else [])
     contexts = {}
     for name in ctx.progress(names_ds, desc="attack top feature"):
         X, y, fn = _load(name)
         c = contexts[name] = SearchContext(X, y, settings, feature_names=fn, owner="xhacking")
         top = int(np.argmax(c.reference["share"]))
-        r = xhack(None, None, top, eps=cfg.eps, kappa=cfg.kappa, budget=cfg.hack_budget, context=c,
-                  n_startup_trials=cfg.startup, random_state=cfg.seeds[0])
-        res.add(method="tpe", dataset=name, seed=cfg.seeds[0], metric="top_share_ratio", value=r.achieved_ratio,
-                feature=c.names[top], reference_share=c.reference["share"][top], reference_score=c.reference["score"],
-                trials_to_success=r.trials_to_success)
+        ratios = []
+        for seed in cfg.vuln_seeds:
+            r = xhack(None, None, top, eps=cfg.eps, kappa=cfg.kappa, budget=cfg.hack_budget, context=c,
+                      n_startup_trials=cfg.startup, random_state=seed)
+            # no defensible trial beyond the reference: the reference (ratio 1) is the best reachable
+            ratios.append(r.achieved_ratio if np.isfinite(r.achieved_ratio) else 1.0)
+            res.add(method="tpe", dataset=name, seed=seed, metric="top_share_ratio", value=r.achieved_ratio,
+                    feature=c.names[top], reference_share=c.reference["share"][top],
+                    reference_score=c.reference["score"], trials_to_success=r.trials_to_success)
         res.summary[f"{name}_top_feature"] = c.names[top]
-        res.summary[f"{name}_top_share_ratio"] = r.achieved_ratio
+        res.summary[f"{name}_top_share_ratio"] = float(np.min(ratios))
+        res.summary[f"{name}_top_share_ratios"] = [float(v) for v in ratios]
+        res.summary[f"{name}_top_share_ratio_first_seed"] = float(ratios[0])
         ctx.check_budget(f"attack {name}")
 
     # -- claim 1a: directed minimisation of every informative synthetic feature (same budget, same seeds) ----
@@ -268,7 +278,9 @@ CLAIMS = [
           "default: 40 x 3, drop averaged over seeds); standard space, L2-LR reference; 8 informative features "
           "(4 targets with rho in {0, .5, .8, .95} and 4 independent), so 5 have R^2 ~ 0 and tie up to noise"),
     Claim("C1b", "breast_cancer's top-SHAP feature can be pushed to <= 25% of its reference share within eps=0.01",
-          _c1b, scale_note="TPE search on the standard space, held-out accuracy, reference = 100-tree RF"),
+          _c1b, scale_note="best ratio over TPE searches of hack_budget trials, one per seed in vuln_seeds "
+          "(quick: 12 trials x 1 seed; default: 30 x 3); standard space, held-out accuracy, reference = "
+          "100-tree RF. The first seed's single-search ratio is in the summary"),
     Claim("C2", "TPE beats random: median trials-to-first-success ratio (random / TPE) >= 1.5 for >= 1 "
           "susceptible feature (eps=0.005, kappa=0.2; ratio with 95% bootstrap CI)", _c2, modes=("default", "paper"),
           scale_note="needs 5 seeds x 2 samplers x ~40 trials; not run in quick mode. Censored runs count at the "
