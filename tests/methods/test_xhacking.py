@@ -98,6 +98,9 @@ def test_xhack_trial_log_and_success(ctx):
         assert abs(sum(t["share"]) - 1) < 1e-9 or sum(t["share"]) == 0
     first = [t["number"] for t in r.trials if t["success"]]
     assert r.trials_to_success == (first[0] if first else None)
+    # min_share counts the reference (defensible by definition) next to the defensible trials
+    j, e_ref = r.target_index, r.reference["share"][r.target_index]
+    assert r.min_share == min([e_ref] + [t["share"][j] for t in r.trials if t["defensible"]])
     # same seed, same trials
     r2 = xhack(None, None, "t1", budget=6, search_space=tiny_space(), context=ctx, n_startup_trials=2,
                sampler="random", random_state=1)

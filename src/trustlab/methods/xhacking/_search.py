@@ -68,6 +68,13 @@ class XHackResult:
         ref = self.reference["share"][self.target_index]
         return float(self.best["share"][self.target_index] / ref) if self.best is not None and ref > 0 else float("nan")
 
+    @property
+    def min_share(self) -> float:
+        """Lowest target share reached inside ``eps``, counting the reference itself (defensible by
+        definition): the reference's share when no defensible trial is lower."""
+        ref = float(self.reference["share"][self.target_index])
+        return ref if self.best is None else min(ref, float(self.best["share"][self.target_index]))
+
 
 def check_eps(eps: Any, owner: str) -> float:
     validate_value(owner, "eps", eps, [Interval(float, 0, None)])
@@ -289,7 +296,7 @@ def achievable_drop(X: Any, y: Any, features: Any, *, eps: float = 0.01, budget:
             r = xhack(None, None, j, goal="minimise", eps=eps, sampler=sampler, budget=budget,
                       search_space=search_space, metric=metric, n_startup_trials=n_startup_trials,
                       random_state=s, context=context)
-            m = e_ref if r.best is None else min(e_ref, float(r.best["share"][j]))
+            m = r.min_share
             mins.append(m)
             drops.append(max(0.0, 1.0 - m / e_ref) if e_ref > 0 else 0.0)
             ndef.append(int(sum(t["defensible"] for t in r.trials)))
