@@ -186,3 +186,18 @@ def test_generate_is_greedy_and_batch_invariant(tiny):
         n_prompt = len(tok(p, add_special_tokens=False)["input_ids"])
         assert out == tok.decode(ids[0, n_prompt:], skip_special_tokens=True)
     assert len(L.generate(model, tok, "Hello", max_new_tokens=2)) == 1
+
+
+def test_pad_id_order():
+    from types import SimpleNamespace as NS
+
+    from trustlab.llm._batching import _pad_id
+
+    tok = NS(pad_token_id=None, eos_token_id=7)
+    # without a model (tokenising only): the tokenizer's pad, else its EOS, else 0
+    assert _pad_id(None, NS(pad_token_id=3, eos_token_id=7)) == 3
+    assert _pad_id(None, tok) == 7
+    assert _pad_id(None, NS(pad_token_id=None, eos_token_id=None)) == 0
+    # with a model, its config's pad / EOS (first of a list) come before the tokenizer's EOS
+    assert _pad_id(NS(config=NS(pad_token_id=None, eos_token_id=[5, 6])), tok) == 5
+    assert _pad_id(NS(config=NS(pad_token_id=4, eos_token_id=5)), tok) == 4

@@ -377,11 +377,15 @@ def collect(
 
 
 def _pad_id(model: Any, tokenizer: Any) -> int:
+    """Padding id: the tokenizer's pad token, else the model config's pad then EOS token, else the
+    tokenizer's EOS token, else 0. ``model=None`` (tokenising without a model) skips the config."""
     tok = tokenizer if tokenizer is not None else getattr(model, "trustlab_tokenizer", None)
+    config = getattr(model, "config", None)
     for cand in (
         getattr(tok, "pad_token_id", None),
-        getattr(model.config, "pad_token_id", None),
-        getattr(model.config, "eos_token_id", None),
+        getattr(config, "pad_token_id", None),
+        getattr(config, "eos_token_id", None),
+        getattr(tok, "eos_token_id", None),
     ):
         if isinstance(cand, list | tuple) and cand:
             cand = cand[0]

@@ -279,16 +279,9 @@ def encode_responses(
             raise InputError(f"Response {i} has no tokens.")
         seqs.append(list(p) + r)
         masks.append([0] * len(p) + [1] * len(r))
-    ids, att = pad_batch(seqs, _pad_id_from_tok(tokenizer), padding_side)
+    ids, att = pad_batch(seqs, _pad_id(None, tokenizer), padding_side)
     resp, _ = pad_batch(masks, 0, padding_side)
     return EncodedBatch(ids, att, resp.bool())
-
-
-def _pad_id_from_tok(tok: Any) -> int:
-    for cand in (tok.pad_token_id, tok.eos_token_id, 0):
-        if isinstance(cand, int):
-            return cand
-    return 0
 
 
 def score_responses(
