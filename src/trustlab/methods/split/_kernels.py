@@ -26,6 +26,19 @@ def _popcount(x):  # noqa: ANN001, ANN202 - numba
     return np.int64((x * _H01) >> _S56)
 
 
+@nb.njit(cache=True, inline="always")
+def _class_counts(C, i, Y, tot):  # noqa: ANN001, ANN202 - numba
+    """``tot[c]`` = rows of bitset ``C[i]`` in class ``c`` (``Y[c]``); returns their total."""
+    N = 0
+    for c in range(Y.shape[0]):
+        s = 0
+        for w in range(C.shape[1]):
+            s += _popcount(C[i, w] & Y[c, w])
+        tot[c] = s
+        N += s
+    return N
+
+
 @nb.njit(cache=True)
 def best_gain(C, XY, Y, T, out_j, out_gain):  # noqa: ANN001, ANN201 - numba
     """Per row of ``C``: the feature of largest unscaled information gain (first on ties), -1 if none."""
@@ -35,13 +48,7 @@ def best_gain(C, XY, Y, T, out_j, out_gain):  # noqa: ANN001, ANN201 - numba
     tot = np.zeros(k, np.int64)
     L = np.zeros(k, np.int64)
     for i in range(m):
-        N = 0
-        for c in range(k):
-            s = 0
-            for w in range(W):
-                s += _popcount(C[i, w] & Y[c, w])
-            tot[c] = s
-            N += s
+        N = _class_counts(C, i, Y, tot)
         st = T[tot[0]]
         for c in range(1, k):
             st += T[tot[c]]
@@ -49,13 +56,7 @@ def best_gain(C, XY, Y, T, out_j, out_gain):  # noqa: ANN001, ANN201 - numba
         bj = -1
         bg = -np.inf
         for j in range(p):
-            nL = 0
-            for c in range(k):
-                s = 0
-                for w in range(W):
-                    s += _popcount(C[i, w] & XY[j, c, w])
-                L[c] = s
-                nL += s
+            nL = _class_counts(C, i, XY[j], L)
             nR = N - nL
             if nL == 0 or nR == 0:
                 continue
@@ -82,13 +83,7 @@ def best_leaf_split(C, XY, Y, lam_n, out_val, out_j):  # noqa: ANN001, ANN201 - 
     k = Y.shape[0]
     tot = np.zeros(k, np.int64)
     for i in range(m):
-        N = 0
-        for c in range(k):
-            s = 0
-            for w in range(W):
-                s += _popcount(C[i, w] & Y[c, w])
-            tot[c] = s
-            N += s
+        N = _class_counts(C, i, Y, tot)
         bv = np.inf
         bj = -1
         for j in range(p):
