@@ -275,6 +275,15 @@ class Trace(contextlib.AbstractContextManager):
         return f"{spec.layers}.{int(stop_after)}"
 
     # ---------------------------------------------------------------------------------------- hooks
+    def _edit(self, name: str, act: Any, edits: list[_EditSpec], capture: bool, head_view: bool) -> Any:
+        """Apply a site's edits in order and capture the result: the step every kind of hook shares."""
+        new = act
+        for e in edits:
+            new = e(new, head_view)
+        if capture:
+            self._store[name] = new.detach() if (self.detach and new is not None) else new
+        return new
+
     def _fwd_hook(self, site: Site) -> Callable[..., Any]:
         edits = self._edits.get(site.name, [])
         capture = site.name in self._capture
@@ -287,11 +296,7 @@ class Trace(contextlib.AbstractContextManager):
             is_tuple = isinstance(output, tuple)
             i = (index or 0) if is_tuple else None
             act = output[i] if is_tuple else output
-            new = act
-            for e in edits:
-                new = e(new, False)
-            if capture:
-                self._store[site.name] = new.detach() if (self.detach and new is not None) else new
+            new = self._edit(site.name, act, edits, capture, False)
             if new is act:
                 return None
             return (*output[:i], new, *output[i + 1 :]) if is_tuple else new
@@ -303,11 +308,7 @@ class Trace(contextlib.AbstractContextManager):
         def hook(module: Any, args: Any, output: Any) -> Any:
             as_attr = hasattr(output, "logits")
             act = output.logits if as_attr else (output[0] if isinstance(output, tuple) else output)
-            new = act
-            for e in edits:
-                new = e(new, False)
-            if capture:
-                self._store[site.name] = new.detach() if self.detach else new
+            new = self._edit(site.name, act, edits, capture, False)
             if new is act:
                 return None
             if as_attr:
@@ -328,11 +329,7 @@ class Trace(contextlib.AbstractContextManager):
             in_args = len(args) > 0
             act = args[0] if in_args else kwargs.get("hidden_states", kwargs.get("input"))
             view = act.unflatten(-1, (n_heads, d_head)) if head_view else act
-            new = view
-            for e in edits:
-                new = e(new, head_view)
-            if capture:
-                self._store[site.name] = new.detach() if self.detach else new
+            new = self._edit(site.name, view, edits, capture, head_view)
             if new is view:
                 return None
             flat = new.flatten(-2) if head_view else new
