@@ -137,6 +137,32 @@ class ShapeChangingPurifier(ToyPurifier):
         return X[:, :-1]
 
 
+class SeedsGlobalRNG(ToyPredictor):
+    """Bypasses the role's scope and seeds numpy's global RNG, as a verb outside the roles would."""
+
+    def _verb_scope(self) -> Any:
+        import contextlib
+
+        @contextlib.contextmanager
+        def scope() -> Any:
+            self._begin()
+            np.random.seed(0)
+            yield self._rng
+
+        return scope()
+
+
+class LeaksBLASThreads(ToyPredictor):
+    """Limits the BLAS/OpenMP pools to one thread and never restores them."""
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        from threadpoolctl import threadpool_info, threadpool_limits
+
+        counts = {p["num_threads"] for p in threadpool_info()}
+        threadpool_limits(limits=max(counts) + 1 if counts else 1)  # not as a context: the change persists
+        super()._fit(X, y)
+
+
 #: broken class -> the check that must fail on it
 BROKEN = {
     ValidatesInInit: "check_init_stores_params",
@@ -158,4 +184,6 @@ BROKEN = {
     NonRestoringEdit: "check_role_invariants",
     RangeBreakingPurifier: "check_role_invariants",
     ShapeChangingPurifier: "check_role_invariants",
+    SeedsGlobalRNG: "check_no_global_side_effects",
+    LeaksBLASThreads: "check_no_global_side_effects",
 }

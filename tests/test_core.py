@@ -141,7 +141,8 @@ def test_seeding_is_deterministic():
     assert np.array_equal(a, b)
     g = np.random.default_rng(1)
     assert as_generator(g) is g
-    assert isinstance(as_generator(np.random.RandomState(0)), np.random.Generator)
+    with pytest.raises(ConfigError, match="must be None, an int in"):
+        as_generator(np.random.RandomState(0))  # one random_state rule everywhere: int, Generator or None
 
 
 def test_optional_require_names_extra(monkeypatch):

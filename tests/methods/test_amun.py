@@ -140,7 +140,7 @@ def test_edit_changes_weights_and_restores_exactly(toy, edit):
     before = state_dict_hash(model)
     handle = edit.apply(model, np.arange(10), data)
     assert state_dict_hash(model) != before, "the edit must change the weights"
-    assert handle.info["n_forget"] == 10 and handle.info["n_retain"] == 50
+    assert handle.info.n_forget == 10 and handle.info.n_retain == 50
     handle.restore()
     assert state_dict_hash(model) == before
 
@@ -148,12 +148,12 @@ def test_edit_changes_weights_and_restores_exactly(toy, edit):
 def test_amun_info_and_sets(toy):
     model, data = toy
     with A.AMUN(epochs=2, eps_init=0.1, steps=10, random_state=0).apply(model, np.arange(10), data) as h:
-        assert h.info["n_finetune"] == 50 + 10 + h.info["adv"]["n_used"]
-        assert 0 < h.info["adv"]["success_rate"] <= 1
+        assert h.info.n_finetune == 50 + 10 + h.info.adv["n_used"]
+        assert 0 < h.info.adv["success_rate"] <= 1
     with A.AMUN(variant="advonly", epochs=2, eps_init=0.1, steps=10, random_state=0).apply(
             model, np.arange(10), data) as h:
-        assert h.info["n_finetune"] == 50 + h.info["adv"]["n_used"]
-        assert h.info["adv"]["from_cache"], "D_A is computed once on the original model"
+        assert h.info.n_finetune == 50 + h.info.adv["n_used"]
+        assert h.info.adv["from_cache"], "D_A is computed once on the original model"
 
 
 def test_amun_raises_forget_loss_and_keeps_retain(toy):
@@ -218,7 +218,7 @@ def test_tuple_data_is_accepted(toy):
     X, y = data.X[:60], data.y[:60]
     before = state_dict_hash(model)
     with A.FineTune(epochs=1, random_state=0).apply(model, np.arange(5), (X, y)) as h:
-        assert h.info["n_retain"] == 55
+        assert h.info.n_retain == 55
     assert state_dict_hash(model) == before
 
 

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -16,7 +18,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from trustlab.core.constraints import validate_params
-from trustlab.core.seeding import as_generator, seed_everything
+from trustlab.core.seeding import check_random_state, isolated_global_rng, spawn_seed
+from trustlab.core.threads import preserve_torch_threads
 
 __all__ = ["Method", "PaperInfo", "state_dict_hash"]
 
@@ -87,17 +90,36 @@ class Method(BaseEstimator):
         validate_params(type(self).__name__, self.get_params(deep=False), self._constraints)
 
     def _begin(self) -> np.random.Generator:
-        """Validate parameters and seed; returns the generator the private verb should use."""
+        """Validate parameters and make the method's local generator ``self._rng`` from ``random_state``.
+
+        Nothing global is seeded here: see :meth:`_verb_scope`.
+        """
         self._validate_params()
         random_state = getattr(self, "random_state", None)
-        if isinstance(random_state, int | np.integer):
-            seed_everything(int(random_state))
         if isinstance(random_state, np.random.Generator):
             # like scikit-learn: a passed Generator is advanced, never shared with the method
-            self._rng = np.random.default_rng(random_state.integers(0, 2**32 - 1))
+            self._rng = np.random.default_rng(spawn_seed(random_state))
         else:
-            self._rng = as_generator(random_state)
+            self._rng = check_random_state(random_state, owner=type(self).__name__)
         return self._rng
+
+    @contextlib.contextmanager
+    def _verb_scope(self) -> Iterator[np.random.Generator]:
+        """What every public verb runs inside: validated parameters, the local generator, and no global
+        side effects.
+
+        The global Python/NumPy/torch RNGs are seeded from the method's generator for the duration of
+        the verb (so third-party code that draws from them, e.g. torch module initialisation, is
+        reproducible under ``random_state``) and restored on exit; torch's thread count is restored too.
+        """
+        rng = self._begin()
+        random_state = getattr(self, "random_state", None)
+        if isinstance(random_state, int | np.integer):
+            seed = int(random_state)  # the same global seeds as a script calling torch.manual_seed(seed)
+        else:  # derived without advancing self._rng, so the method's own draws are unaffected
+            seed = int(self._rng.bit_generator.seed_seq.spawn(1)[0].generate_state(1)[0])
+        with isolated_global_rng(seed), preserve_torch_threads():
+            yield rng
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()

@@ -28,13 +28,25 @@ __all__ = [
     "RandomStateRule",
     "Satisfies",
     "NONE",
+    "NO_EXAMPLE",
+    "valid_example",
     "make_constraint",
     "validate_params",
     "validate_value",
+    "short_repr",
     "invalid_values",
 ]
 
 _NOT_SET = object()
+
+
+class _NoExample:
+    def __repr__(self) -> str:
+        return "NO_EXAMPLE"
+
+
+#: returned by :meth:`Constraint.valid_example` when a rule cannot make up a valid value
+NO_EXAMPLE: Any = _NoExample()
 
 
 class Constraint:
@@ -49,6 +61,10 @@ class Constraint:
     def invalid_examples(self) -> list[Any]:
         """Values that break this rule (used to build values that break a whole rule list)."""
         return [object()]
+
+    def valid_example(self) -> Any:
+        """A value that satisfies this rule, or :data:`NO_EXAMPLE` when none can be made up."""
+        return NO_EXAMPLE
 
 
 def _is_real(v: Any) -> bool:
@@ -114,6 +130,22 @@ class Interval(Constraint):
         out.append(float("nan"))
         return out
 
+    def valid_example(self) -> Any:
+        lo, hi = self.left, self.right
+        if lo is not None and hi is not None:
+            v = (lo + hi) / 2
+        elif lo is not None:
+            v = lo + 1
+        elif hi is not None:
+            v = hi - 1
+        else:
+            v = 1
+        if self.kind is int:
+            v = int(math.ceil(v)) if lo is not None else int(math.floor(v))
+            if not self.is_satisfied_by(v):
+                v = int(lo) + 1 if lo is not None else int(hi) - 1
+        return v if self.kind is int else float(v)
+
 
 def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
@@ -140,6 +172,9 @@ class Options(Constraint):
     def invalid_examples(self) -> list[Any]:
         return ["__invalid_option__", -12345]
 
+    def valid_example(self) -> Any:
+        return self.values[0] if self.values else NO_EXAMPLE
+
 
 @dataclass(frozen=True)
 class InstanceOf(Constraint):
@@ -164,6 +199,16 @@ class InstanceOf(Constraint):
     def invalid_examples(self) -> list[Any]:
         return [object(), "__invalid__", 3.25]
 
+    def valid_example(self) -> Any:
+        for t in self.types:
+            try:
+                v = t()
+            except Exception:  # noqa: BLE001 - a type that cannot be built without arguments
+                continue
+            if self.is_satisfied_by(v):
+                return v
+        return NO_EXAMPLE
+
 
 class Boolean(Constraint):
     """A bool (numpy bools included)."""
@@ -176,6 +221,9 @@ class Boolean(Constraint):
 
     def invalid_examples(self) -> list[Any]:
         return ["yes", 2]
+
+    def valid_example(self) -> Any:
+        return True
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Boolean)
@@ -196,27 +244,34 @@ class CallableRule(Constraint):
     def invalid_examples(self) -> list[Any]:
         return ["__not_callable__"]
 
+    def valid_example(self) -> Any:
+        return _noop
+
 
 class RandomStateRule(Constraint):
-    """``None``, an int in [0, 2**32 - 1], a numpy ``Generator`` or ``RandomState``."""
+    """``None``, an int in [0, 2**32 - 1] or a numpy ``Generator`` (the one random_state rule)."""
 
     def is_satisfied_by(self, value: Any) -> bool:
-        if value is None or isinstance(value, np.random.Generator | np.random.RandomState):
+        if value is None or isinstance(value, np.random.Generator):
             return True
         return _is_int(value) and 0 <= int(value) <= 2**32 - 1
 
     def describe(self) -> str:
-        return "None, an int in [0, 4294967295], a numpy Generator or RandomState"
+        return "None, an int in [0, 4294967295] or a numpy Generator"
 
     def invalid_examples(self) -> list[Any]:
-        return [-1, "seed", 1.5]
+        return [-1, "seed", 1.5, np.random.RandomState(0)]
+
+    def valid_example(self) -> Any:
+        return 0
 
 
 class Satisfies(Constraint):
     """Any predicate with its own description, for rules the classes above cannot express."""
 
-    def __init__(self, predicate: _CallableABC[[Any], bool], description: str, invalid: list[Any]):
-        self.predicate, self.description, self.invalid = predicate, description, list(invalid)
+    def __init__(self, predicate: _CallableABC[[Any], bool], description: str, invalid: list[Any],
+                 valid: Any = NO_EXAMPLE):
+        self.predicate, self.description, self.invalid, self.valid = predicate, description, list(invalid), valid
 
     def is_satisfied_by(self, value: Any) -> bool:
         try:
@@ -230,6 +285,13 @@ class Satisfies(Constraint):
     def invalid_examples(self) -> list[Any]:
         return self.invalid
 
+    def valid_example(self) -> Any:
+        return self.valid
+
+
+def _noop(*args: Any, **kwargs: Any) -> None:
+    return None
+
 
 class _NoneRule(Constraint):
     def is_satisfied_by(self, value: Any) -> bool:
@@ -240,6 +302,9 @@ class _NoneRule(Constraint):
 
     def invalid_examples(self) -> list[Any]:
         return ["__not_none__"]
+
+    def valid_example(self) -> Any:
+        return None
 
 
 NONE = _NoneRule()
@@ -272,13 +337,32 @@ def _describe_all(rules: list[Constraint]) -> str:
     return text
 
 
-def validate_value(owner: str, name: str, value: Any, rules: list[Any]) -> None:
-    """Raise :class:`ConfigError` with the template message unless ``value`` satisfies a rule."""
+def short_repr(value: Any, limit: int = 120) -> str:
+    """``repr(value)`` cut to ``limit`` characters; arrays are summarised by dtype and shape."""
+    if isinstance(value, np.ndarray) and value.size > 8:
+        return f"array(shape={value.shape}, dtype={value.dtype})"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__
+        text = f"<{type(value).__name__}>"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def validate_value(owner: str, name: str, value: Any, rules: list[Any], *, noun: str = "parameter") -> None:
+    """Raise the template error unless ``value`` satisfies a rule of ``rules``.
+
+    The error is :class:`ConfigError`, or the ``error_class`` of the rules (e.g. InputError for array
+    rules). ``noun`` is "parameter" for hyper-parameters and "argument" for function arguments.
+    """
     cons = [make_constraint(r) for r in rules]
     if any(c.is_satisfied_by(value) for c in cons):
         return
-    raise ConfigError(
-        f"The '{name}' parameter of {owner} must be {_describe_all(cons)}. Got {value!r} instead."
+    err = next((c.error_class for c in cons if getattr(c, "error_class", None) is not None), ConfigError)
+    detail = next((d for c in cons if (d := getattr(c, "why_not", lambda v: "")(value))), "")
+    raise err(
+        f"The '{name}' {noun} of {owner} must be {_describe_all(cons)}. Got {short_repr(value)} instead."
+        + (f" ({detail})" if detail else "")
     )
 
 
@@ -308,3 +392,13 @@ def invalid_values(rules: list[Any]) -> list[Any]:
             seen.add(key)
             out.append(v)
     return out
+
+
+def valid_example(rules: list[Any]) -> Any:
+    """A value satisfying at least one rule of the list (None allowed last), or :data:`NO_EXAMPLE`."""
+    cons = [make_constraint(r) for r in rules]
+    for c in [c for c in cons if c is not NONE] + [c for c in cons if c is NONE]:
+        v = c.valid_example()
+        if v is not NO_EXAMPLE and c.is_satisfied_by(v):
+            return v
+    return NO_EXAMPLE

@@ -7,7 +7,8 @@ validates parameters and inputs, seeds, calls the private verb and records state
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -16,6 +17,8 @@ from sklearn.base import ClassifierMixin
 
 from trustlab.core.base import Method
 from trustlab.core.exceptions import InputError, TrustlabError, UnsupportedModelError
+from trustlab.core.seeding import isolated_global_rng
+from trustlab.core.threads import preserve_torch_threads
 from trustlab.core.validation import (
     check_array,
     check_consistent_length,
@@ -33,10 +36,30 @@ __all__ = [
     "Aggregator",
     "ModelEdit",
     "EditHandle",
+    "EditInfo",
     "Auditor",
     "Router",
     "ROLES",
 ]
+
+
+def _public_verb(*, begin: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Run a role's public verb inside the method's scope (:meth:`Method._verb_scope` when ``begin``:
+    parameters validated, local generator made, global RNG seeded and restored; otherwise only global
+    RNG state and torch threads are restored)."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(self: Method, *args: Any, **kwargs: Any) -> Any:
+            if begin:
+                with self._verb_scope():
+                    return fn(self, *args, **kwargs)
+            with isolated_global_rng(None), preserve_torch_threads():
+                return fn(self, *args, **kwargs)
+
+        return wrapper
+
+    return deco
 
 
 class _TabularInputs:
@@ -70,8 +93,8 @@ class Predictor(_TabularInputs, ClassifierMixin, Method):
     _final_verbs = ("fit", "predict", "predict_proba")
     tags: ClassVar[dict[str, Any]] = {"role": "predictor"}
 
+    @_public_verb(begin=True)
     def fit(self, X: Any, y: Any, **fit_params: Any) -> Predictor:
-        self._begin()
         X = self._validate_X(X, reset=True)
         _, y = check_X_y(np.zeros((len(X), 1)), y, owner=type(self).__name__)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
@@ -83,6 +106,7 @@ class Predictor(_TabularInputs, ClassifierMixin, Method):
         self._fit(X, y_enc, **fit_params)
         return self
 
+    @_public_verb(begin=False)
     def predict_proba(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "classes_")
         X = self._validate_X(X, reset=False)
@@ -94,6 +118,7 @@ class Predictor(_TabularInputs, ClassifierMixin, Method):
             )
         return proba
 
+    @_public_verb(begin=False)
     def predict(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "classes_")
         X = self._validate_X(X, reset=False)
@@ -120,8 +145,8 @@ class Detector(_TabularInputs, Method):
     _final_verbs = ("fit", "score_samples", "predict")
     tags: ClassVar[dict[str, Any]] = {"role": "detector"}
 
+    @_public_verb(begin=True)
     def fit(self, X: Any, y: Any = None, **fit_params: Any) -> Detector:
-        self._begin()
         X = self._validate_X(X, reset=True)
         if y is not None:
             X, y = check_X_y(X, y, owner=type(self).__name__, ndim=self._X_ndim)
@@ -130,11 +155,13 @@ class Detector(_TabularInputs, Method):
             raise TrustlabError(f"{type(self).__name__}._fit must set 'threshold_'.")
         return self
 
+    @_public_verb(begin=False)
     def score_samples(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "threshold_")
         X = self._validate_X(X, reset=False)
         return np.asarray(self._score_samples(X), dtype=np.float64).reshape(len(X))
 
+    @_public_verb(begin=False)
     def predict(self, X: Any) -> np.ndarray:
         """1 for flagged (score above ``threshold_``), 0 otherwise."""
         return (self.score_samples(X) > self.threshold_).astype(int)
@@ -154,8 +181,8 @@ class Purifier(_TabularInputs, Method):
     _X_ndim = (2, 3, 4)
     tags: ClassVar[dict[str, Any]] = {"role": "purifier", "input_range": (0.0, 1.0)}
 
+    @_public_verb(begin=True)
     def transform(self, X: Any) -> np.ndarray:
-        self._begin()
         X = check_array(X, owner=type(self).__name__, ndim=self._X_ndim)
         out = np.asarray(self._transform(X))
         if out.shape != X.shape:
@@ -188,8 +215,8 @@ class Attack(Method):
     _final_verbs = ("generate",)
     tags: ClassVar[dict[str, Any]] = {"role": "attack"}
 
+    @_public_verb(begin=True)
     def generate(self, inputs: Any, budget: float) -> AttackResult:
-        self._begin()
         if isinstance(budget, bool) or not isinstance(budget, int | float | np.integer | np.floating) \
                 or not np.isfinite(budget) or budget < 0:
             raise InputError(
@@ -229,8 +256,8 @@ class Aggregator(Method):
     _final_verbs = ("aggregate",)
     tags: ClassVar[dict[str, Any]] = {"role": "aggregator", "consensus_fixed_point": True}
 
+    @_public_verb(begin=True)
     def aggregate(self, updates: Sequence[Update], weights: Any = None) -> Update:
-        self._begin()
         owner = type(self).__name__
         if not isinstance(updates, Sequence) or isinstance(updates, str | bytes) or len(updates) == 0:
             raise InputError(f"The 'updates' argument of {owner}.aggregate must be a non-empty list. Got {updates!r}.")
@@ -264,21 +291,48 @@ class Aggregator(Method):
         raise NotImplementedError  # pragma: no cover - abstract
 
 
+@dataclass
+class EditInfo:
+    """What a model edit did, filled by ``ModelEdit.apply`` (subclass it to add a method's own fields).
+
+    ``changed_params``: names of state-dict entries whose values differ from before the edit (empty for
+    hook-only edits); ``n_hooks``: hooks the edit registered; ``wall_time_s``: time spent in ``_apply``.
+    """
+
+    method: str = ""
+    changed_params: tuple[str, ...] = ()
+    n_hooks: int = 0
+    wall_time_s: float = 0.0
+
+
 class EditHandle:
     """Returned by ``ModelEdit.apply``: ``restore()`` gives back the exact original weights and removes
-    every hook the edit registered. Also a context manager."""
+    every hook the edit registered. Also a context manager. ``info`` is the edit's :class:`EditInfo`."""
 
-    def __init__(self, model: Any, snapshot: dict[str, Any] | None) -> None:
+    def __init__(self, model: Any, snapshot: dict[str, Any] | None, info: EditInfo | None = None) -> None:
         self.model = model
         self._snapshot = snapshot
         self._hooks: list[Any] = []
-        self.info: dict[str, Any] = {}
+        self.info: EditInfo = info if info is not None else EditInfo()
         self.restored = False
 
     def add_hook(self, hook_handle: Any) -> Any:
         """Register a torch hook handle so that ``restore`` removes it."""
         self._hooks.append(hook_handle)
         return hook_handle
+
+    @property
+    def n_hooks(self) -> int:
+        return len(self._hooks)
+
+    def changed_params(self) -> tuple[str, ...]:
+        """Names of state-dict entries that differ from the snapshot (empty without a snapshot)."""
+        if self._snapshot is None:
+            return ()
+        import torch
+
+        current = self.model.state_dict()
+        return tuple(k for k, v in self._snapshot.items() if k in current and not torch.equal(current[k], v))
 
     def restore(self) -> None:
         for h in self._hooks:
@@ -303,7 +357,8 @@ class EditHandle:
 class ModelEdit(Method):
     """Model-edit role: ``apply(model, ...) -> EditHandle``; ``handle.restore()`` undoes it exactly.
 
-    Implement ``_apply(model, handle, ...)``; register hooks with ``handle.add_hook``. If ``_apply``
+    Implement ``_apply(model, handle, ...)``; register hooks with ``handle.add_hook`` and record what was
+    done on ``handle.info`` (an instance of ``_info_class``, a :class:`EditInfo` dataclass). If ``_apply``
     raises, the model is restored and every hook removed before the error propagates.
     Set ``_modifies_weights = False`` for hook-only edits (no weight snapshot is taken).
     """
@@ -311,10 +366,13 @@ class ModelEdit(Method):
     _is_role = True
     _final_verbs = ("apply",)
     _modifies_weights: ClassVar[bool] = True
+    _info_class: ClassVar[type[EditInfo]] = EditInfo
     tags: ClassVar[dict[str, Any]] = {"role": "model_edit", "requires": ("torch",)}
 
+    @_public_verb(begin=True)
     def apply(self, model: Any, *args: Any, **kwargs: Any) -> EditHandle:
-        self._begin()
+        import time
+
         import torch
 
         if not isinstance(model, torch.nn.Module):
@@ -325,12 +383,16 @@ class ModelEdit(Method):
         snapshot = None
         if self._modifies_weights:
             snapshot = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        handle = EditHandle(model, snapshot)
+        handle = EditHandle(model, snapshot, self._info_class(method=type(self).__name__))
+        t0 = time.perf_counter()
         try:
             self._apply(model, handle, *args, **kwargs)
         except BaseException:
             handle.restore()
             raise
+        handle.info.wall_time_s = time.perf_counter() - t0
+        handle.info.n_hooks = handle.n_hooks
+        handle.info.changed_params = handle.changed_params()
         return handle
 
     def _apply(self, model: Any, handle: EditHandle, *args: Any, **kwargs: Any) -> None:
@@ -344,8 +406,8 @@ class Auditor(Method):
     _final_verbs = ("audit",)
     tags: ClassVar[dict[str, Any]] = {"role": "auditor"}
 
+    @_public_verb(begin=True)
     def audit(self, *args: Any, **kwargs: Any) -> Any:
-        self._begin()
         return self._audit(*args, **kwargs)
 
     def _audit(self, *args: Any, **kwargs: Any) -> Any:
@@ -360,8 +422,8 @@ class Router(Method):
     _final_verbs = ("fit", "route")
     tags: ClassVar[dict[str, Any]] = {"role": "router"}
 
+    @_public_verb(begin=True)
     def fit(self, quality: Any, cost: Any, **fit_params: Any) -> Router:
-        self._begin()
         owner = type(self).__name__
         q = check_array(quality, name="quality", owner=owner)
         c = check_array(cost, name="cost", owner=owner)
@@ -374,6 +436,7 @@ class Router(Method):
         self._fit(q, c, **fit_params)
         return self
 
+    @_public_verb(begin=False)
     def route(self, queries: Any, budget: float) -> np.ndarray:
         check_is_fitted(self, "n_models_")
         if isinstance(budget, bool) or not isinstance(budget, int | float | np.integer | np.floating) or budget < 0:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from trustlab.core.exceptions import BudgetExceededError, ConfigError
 from trustlab.results.result import ClaimOutcome, Result
 
-__all__ = ["MODES", "ExperimentConfig", "RunContext", "Claim", "evaluate_claims"]
+__all__ = ["MODES", "ExperimentConfig", "RunContext", "Claim", "CheckResult", "evaluate_claims"]
 
 MODES = ("quick", "default", "paper")
 
@@ -105,40 +105,67 @@ class RunContext:
         self.log.append(message)
 
 
-CheckOutput = tuple[Any, ...]
+@dataclass(frozen=True)
+class CheckResult:
+    """What a claim's check found on one run.
+
+    ``passed``: True/False, or None when the claim does not apply to this run. ``observed``: the measured
+    value (a number, or a short text); ``threshold``: what it is compared with (e.g. ``">= 0.6"``);
+    ``baseline``: the value of the baseline it is compared against, if any; ``unit``: printed after
+    numbers (e.g. ``"points"``, ``"x"``, ``"s"``); ``detail``: longer text for the report only.
+    """
+
+    passed: bool | None
+    observed: Any
+    threshold: Any
+    baseline: Any = None
+    unit: str = ""
+    detail: str = ""
 
 
 @dataclass(frozen=True)
 class Claim:
     """A paper claim checked on a run's own numbers.
 
-    ``check(result)`` returns ``(passed, observed, threshold)`` or ``(passed, observed, threshold,
-    baseline)``; ``passed`` None means "not applicable to this run". The check must read only
-    ``result`` (never constants standing in for measurements).
+    ``check(result)`` returns a :class:`CheckResult`. The check must read only ``result`` (never
+    constants standing in for measurements). ``secondary`` marks a line reported beside a primary claim
+    (e.g. a measurement added after the primary one failed); it never changes the run's exit status.
+    ``scale_note`` may be a callable of the run's config dict, so counts in it come from the config.
     """
 
     id: str
     statement: str
-    check: Callable[[Result], CheckOutput]
+    check: Callable[[Result], CheckResult]
     modes: tuple[str, ...] = MODES
-    scale_note: str = ""
+    scale_note: str | Callable[[dict[str, Any]], str] = ""
+    secondary: bool = False
+
+    def note_for(self, config: dict[str, Any]) -> str:
+        return self.scale_note(config) if callable(self.scale_note) else self.scale_note
+
+
+def _as_check_result(res: Any) -> CheckResult:
+    if isinstance(res, CheckResult):
+        return res
+    if isinstance(res, tuple) and len(res) in (3, 4):  # TRANSITIONAL: removed once every experiment converts
+        return CheckResult(*res)
+    raise TypeError(f"a claim check must return a CheckResult; got {type(res).__name__}")
 
 
 def evaluate_claims(result: Result, claims: Iterable[Claim]) -> list[ClaimOutcome]:
     """Run every claim's check on ``result``; a check that raises is recorded as FAIL with the error."""
     out = []
     for c in claims:
+        note = c.note_for(result.config)
         if result.mode not in c.modes:
-            out.append(ClaimOutcome(c.id, c.statement, None, None, None, scale_note=c.scale_note,
-                                    detail=f"not checked in mode '{result.mode}'"))
+            out.append(ClaimOutcome(c.id, c.statement, None, None, None, scale_note=note,
+                                    detail=f"not checked in mode '{result.mode}'", secondary=c.secondary))
             continue
         try:
-            res = tuple(c.check(result))
-            passed, observed, threshold = res[:3]
-            baseline = res[3] if len(res) > 3 else None
-            out.append(ClaimOutcome(c.id, c.statement, None if passed is None else bool(passed), observed, threshold,
-                                    baseline, c.scale_note))
+            r = _as_check_result(c.check(result))
+            out.append(ClaimOutcome(c.id, c.statement, None if r.passed is None else bool(r.passed), r.observed,
+                                    r.threshold, r.baseline, note, r.detail, unit=r.unit, secondary=c.secondary))
         except Exception as exc:  # noqa: BLE001 - a broken check must show up as a failed claim
-            out.append(ClaimOutcome(c.id, c.statement, False, None, None, scale_note=c.scale_note,
-                                    detail=f"check raised {type(exc).__name__}: {exc}"))
+            out.append(ClaimOutcome(c.id, c.statement, False, None, None, scale_note=note,
+                                    detail=f"check raised {type(exc).__name__}: {exc}", secondary=c.secondary))
     return out

@@ -79,6 +79,8 @@ class ClaimOutcome:
     baseline: Any = None
     scale_note: str = ""
     detail: str = ""
+    unit: str = ""
+    secondary: bool = False
 
     @property
     def status(self) -> str:

@@ -20,7 +20,7 @@ from sklearn.base import clone
 
 from trustlab.core.constraints import invalid_values
 from trustlab.core.exceptions import ConfigError, InputError, NotFittedError, TrustlabError
-from trustlab.testing._inputs import bad_inputs, default_inputs, fit_for_checks, role_of, run_verbs
+from trustlab.testing._inputs import _model, bad_inputs, default_inputs, fit_for_checks, role_of, run_verbs
 
 __all__ = ["ALL_CHECKS", "check_method", "parametrize_with_checks", "instances", "assert_outputs_equal"]
 
@@ -229,6 +229,53 @@ def check_pickle_roundtrip(est: Any) -> None:
                              "routes after pickle")
 
 
+def _pools(state: dict[str, Any]) -> dict[tuple[str, str], int]:
+    return {(api, path): n for api, path, n in state.get("threadpools", [])}
+
+
+def check_no_global_side_effects(est: Any) -> None:
+    """Calling the public verbs leaves the global Python/NumPy/torch RNG states and every thread count
+    (torch intra-op, BLAS/OpenMP pools) as they were."""
+    from trustlab.core.seeding import global_rng_state, isolated_global_rng, same_global_rng_state
+    from trustlab.core.threads import thread_state
+
+    with isolated_global_rng(int(np.random.default_rng().integers(2**31))):  # a state no verb would seed
+        _check_no_global_side_effects(est, global_rng_state, same_global_rng_state, thread_state)
+
+
+def _check_no_global_side_effects(est: Any, global_rng_state: Any, same_global_rng_state: Any,
+                                  thread_state: Any) -> None:
+    from trustlab.core.constraints import make_constraint
+
+    rules = type(est)._constraints.get("random_state", [None])
+    seeds = (0, None) if any(make_constraint(r).is_satisfied_by(None) for r in rules) else (0,)
+    for seed in seeds:
+        e = clone(est)
+        if "random_state" in e.get_params(deep=False):
+            e.set_params(random_state=seed)
+        inputs = default_inputs(e)
+        if "model" in inputs:  # build the model first: its initialisation is the test's, not the verb's
+            inputs = {**inputs, "model": _model(inputs)}
+        rng_before, threads_before = global_rng_state(), thread_state()
+        run_verbs(e, inputs)
+        rng_after, threads_after = global_rng_state(), thread_state()
+        assert same_global_rng_state(rng_before, rng_after), (
+            f"{type(est).__name__} changed the global RNG state (random/np.random/torch) in a public verb; "
+            "draw from a local generator made from random_state (trustlab.core.seeding)."
+        )
+        if "torch_num_threads" in threads_before:
+            assert threads_after.get("torch_num_threads") == threads_before["torch_num_threads"], (
+                f"{type(est).__name__} left torch at {threads_after.get('torch_num_threads')} threads "
+                f"(was {threads_before['torch_num_threads']}); use trustlab.core.threads.limit_threads."
+            )
+        after = _pools(threads_after)
+        changed = {k: (n, after[k]) for k, n in _pools(threads_before).items() if k in after and after[k] != n}
+        assert not changed, (
+            f"{type(est).__name__} left BLAS/OpenMP thread pools changed {changed}; use "
+            "trustlab.core.threads.limit_threads, which restores them."
+        )
+
+
 def check_role_invariants(est: Any) -> None:
     """Role properties: see :mod:`trustlab.testing.properties` (hypothesis-driven)."""
     from trustlab.testing.properties import ROLE_PROPERTIES
@@ -251,6 +298,7 @@ ALL_CHECKS: tuple[Callable[[Any], None], ...] = (
     check_deterministic,
     check_inputs_not_mutated,
     check_pickle_roundtrip,
+    check_no_global_side_effects,
     check_role_invariants,
 )
 

@@ -8,6 +8,7 @@ Every method fine-tunes the given model in place; ``handle.restore()`` gives bac
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -15,7 +16,7 @@ import numpy as np
 from trustlab.core.base import PaperInfo
 from trustlab.core.constraints import Interval
 from trustlab.core.exceptions import ConfigError, UnsupportedModelError
-from trustlab.core.roles import EditHandle, ModelEdit
+from trustlab.core.roles import EditHandle, EditInfo, ModelEdit
 from trustlab.methods.amun._data import (
     SGDSpec,
     UnlearningData,
@@ -59,6 +60,21 @@ def _tiny_inputs() -> dict[str, Any]:
             "forward_input": rng.random((5, 4))}
 
 
+@dataclass
+class UnlearnInfo(EditInfo):
+    """What an unlearning edit did (``handle.info``). Fields a method does not use stay None."""
+
+    n_forget: int = 0
+    n_retain: int = 0
+    use_remain: bool = False
+    n_finetune: int | None = None
+    adv: dict[str, Any] | None = None
+    adv_build_s: float | None = None
+    finetune_s: float | None = None
+    mask_fraction: float | None = None
+    bs_label_changed: float | None = None
+
+
 class Unlearner(ModelEdit):
     """Base of the unlearning edits. Subclasses implement ``_unlearn(model, parts, info)``.
 
@@ -68,6 +84,7 @@ class Unlearner(ModelEdit):
     paper: ClassVar[PaperInfo] = PAPER
     tags: ClassVar[dict[str, Any]] = {"stochastic": True, "requires": ("torch",)}
     _constraints: ClassVar[dict[str, list[Any]]] = dict(_COMMON)
+    _info_class = UnlearnInfo
 
     def __init__(self, *, lr: float = 0.05, epochs: int = 10, batch_size: int = 64, momentum: float = 0.9,
                  weight_decay: float = 5e-4, lr_step: int | None = None, use_remain: bool = True,
@@ -113,15 +130,15 @@ class Unlearner(ModelEdit):
                  "yf": t(data.y[f], torch.int64), "data": data, "forget_idx": f, "retain_idx": r}
         info: dict[str, Any] = {"method": type(self).__name__, "n_forget": int(len(f)), "n_retain": int(len(r)),
                                 "use_remain": bool(self.use_remain)}
-        t0 = time.perf_counter()
         was = model.training
         try:
             with _Threads(1):
                 self._unlearn(model, parts, info)
         finally:
             model.train(was)
-        info["wall_time_s"] = time.perf_counter() - t0
-        handle.info.update(info)
+        info.pop("method", None)
+        for key, value in info.items():
+            setattr(handle.info, key, value)
 
     def _unlearn(self, model: Any, parts: dict[str, Any], info: dict[str, Any]) -> None:  # pragma: no cover
         raise NotImplementedError
@@ -188,7 +205,7 @@ class AMUN(Unlearner):
     --------
     >>> from trustlab.methods.amun import AMUN, UnlearningData
     >>> handle = AMUN(epochs=2, random_state=0).apply(model, forget_idx, data)  # doctest: +SKIP
-    >>> handle.info["adv"]["success_rate"]  # doctest: +SKIP
+    >>> handle.info.adv["success_rate"]  # doctest: +SKIP
     >>> handle.restore()  # doctest: +SKIP
     """
 

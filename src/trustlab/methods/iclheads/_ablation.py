@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,7 +21,7 @@ import numpy as np
 from trustlab.core.base import PaperInfo
 from trustlab.core.constraints import Options, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError, TrustlabError
-from trustlab.core.roles import EditHandle, ModelEdit
+from trustlab.core.roles import EditHandle, EditInfo, ModelEdit
 
 __all__ = ["HeadAblation", "PAPER", "PreparedPrompts", "first_token_accuracy", "jaccard", "random_scores", "select_heads"]
 
@@ -52,6 +53,13 @@ class _TraceHook:
         self.tr.__exit__(None, None, None)
 
 
+@dataclass
+class HeadAblationInfo(EditInfo):
+    """``handle.info`` of a head ablation: the (layer, head) pairs ablated."""
+
+    heads: list[tuple[int, int]] = field(default_factory=list)
+
+
 class HeadAblation(ModelEdit):
     """Ablate attention heads at the last position (or everywhere) by their mean activation or zeros.
 
@@ -81,6 +89,7 @@ class HeadAblation(ModelEdit):
 
     paper = PAPER
     _modifies_weights: ClassVar[bool] = False
+    _info_class = HeadAblationInfo
     _constraints: ClassVar[dict[str, list[Any]]] = {
         "heads": [Satisfies(_is_pairs, "a sequence of (layer, head) pairs of ints >= 0",
                             ["__invalid__", [(1,)], [(0, -1)]])],
@@ -111,7 +120,7 @@ class HeadAblation(ModelEdit):
         from trustlab.llm import ablate_heads, dims
 
         heads = [(int(a), int(b)) for a, b in self.heads]
-        handle.info["heads"] = heads
+        handle.info.heads = heads
         if not heads:
             return
         d = dims(model)

@@ -1,0 +1,80 @@
+"""Thread settings: one context manager for BLAS/OpenMP pools and torch's intra-op threads.
+
+Library code never changes thread counts for good: it wraps work in :func:`limit_threads`, which
+restores every setting on exit (also when the block raises). Torch's inter-op pool cannot be resized
+once used, so it is left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["limit_threads", "thread_state", "preserve_torch_threads"]
+
+
+def thread_state() -> dict[str, Any]:
+    """Current thread counts: torch intra-op (if torch is imported) and each BLAS/OpenMP pool."""
+    out: dict[str, Any] = {}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        out["torch_num_threads"] = int(torch.get_num_threads())
+    try:
+        from threadpoolctl import threadpool_info
+
+        out["threadpools"] = sorted(
+            (str(p.get("internal_api")), str(p.get("filepath", ""))[-60:], int(p.get("num_threads", 0)))
+            for p in threadpool_info()
+        )
+    except Exception:  # noqa: BLE001 - threadpoolctl missing or a pool that cannot be inspected
+        out["threadpools"] = []
+    return out
+
+
+@contextlib.contextmanager
+def preserve_torch_threads() -> Iterator[None]:
+    """Restore torch's intra-op thread count on exit (cheap; used around every public verb)."""
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    try:
+        yield
+    finally:
+        torch = sys.modules.get("torch")
+        if torch is not None and before is not None and torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def limit_threads(n: int | None) -> Iterator[None]:
+    """Limit BLAS/OpenMP pools (threadpoolctl) and torch intra-op threads to ``n`` inside the block.
+
+    ``n=None`` changes nothing. Every setting is restored on exit. Imports torch only if it is already
+    imported (a block that imports torch itself gets its threads restored all the same).
+
+    Examples
+    --------
+    >>> from trustlab.core.threads import limit_threads
+    >>> with limit_threads(1):
+    ...     pass
+    """
+    if n is None:
+        yield
+        return
+    from trustlab.core.constraints import Interval, validate_value
+
+    validate_value("limit_threads", "n", n, [Interval(int, 1, None), None])
+    from threadpoolctl import threadpool_limits
+
+    torch = sys.modules.get("torch")
+    torch_before = torch.get_num_threads() if torch is not None else None
+    with threadpool_limits(limits=int(n)):
+        if torch is not None:
+            torch.set_num_threads(int(n))
+        try:
+            yield
+        finally:
+            torch_now = sys.modules.get("torch")
+            if torch_now is not None:
+                torch_now.set_num_threads(torch_before if torch_before is not None else torch_now.get_num_threads())
