@@ -129,15 +129,6 @@ class Method(BaseEstimator):
 
 def state_dict_hash(model: Any) -> str:
     """A SHA-256 over a torch module's state dict (names, dtypes, shapes and exact bytes)."""
-    import hashlib
+    from trustlab.core.hashing import state_dict_hash as _hash
 
-    import torch
-
-    h = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        t = tensor.detach().cpu().contiguous()
-        h.update(name.encode())
-        h.update(str(t.dtype).encode())
-        h.update(str(tuple(t.shape)).encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return h.hexdigest()
+    return _hash(model)
