@@ -2,7 +2,7 @@
 
 Every KNN computation in this package orders the training points by the same distance,
 ``|x|^2 - 2 x.v`` (the squared Euclidean distance up to the validation point's constant ``|v|^2``),
-with a *stable* sort, so ties are broken by training index. The point-level KNN-Shapley values and the
+with ties broken by the rows' contents and then by training index (:func:`neighbour_order`). The point-level KNN-Shapley values and the
 owner-level KNN game therefore value exactly the same utility, and a check of one against the other
 (the exact game over singleton players) agrees to rounding error.
 """
@@ -22,14 +22,24 @@ __all__ = ["knn_shapley", "knn_vote_disagrees"]
 
 
 def neighbour_order(X: np.ndarray, X_val: np.ndarray, batch_size: int = 256) -> Iterator[tuple[slice, np.ndarray]]:
-    """Yield ``(rows, order)`` per validation batch; ``order[b]`` sorts the training points by distance."""
+    """Yield ``(rows, order)`` per validation batch; ``order[b]`` sorts the training points by distance.
+
+    Distances are computed once per distinct training row, so identical rows get identical distances,
+    and ties are broken by the rows' contents, then by index: identical rows are always adjacent in the
+    order (on a discrete grid such as digits' pixels, other points often tie in distance), which makes
+    exact duplicates interchangeable (symmetric) in every KNN utility.
+    """
     X = np.asarray(X, dtype=np.float64)
     X_val = np.asarray(X_val, dtype=np.float64)
-    sq = np.einsum("ij,ij->i", X, X)
+    uniq, inv = np.unique(X, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    perm = np.argsort(inv, kind="stable")  # identical rows consecutive, each group in index order
+    col = inv[perm]
+    sq = np.einsum("ij,ij->i", uniq, uniq)
     for start in range(0, len(X_val), batch_size):
         rows = slice(start, min(start + batch_size, len(X_val)))
-        d = sq[None, :] - 2.0 * (X_val[rows] @ X.T)
-        yield rows, np.argsort(d, axis=1, kind="stable")
+        d = (sq[None, :] - 2.0 * (X_val[rows] @ uniq.T))[:, col]
+        yield rows, perm[np.argsort(d, axis=1, kind="stable")]
 
 
 def check_knn_inputs(X: Any, y: Any, X_val: Any, y_val: Any, k: int, owner: str

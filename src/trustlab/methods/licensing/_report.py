@@ -87,6 +87,13 @@ class CompensationReport:
 
         return to_jsonable(asdict(self))
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompensationReport:
+        """Rebuild a report from :meth:`to_dict` output (e.g. a stored JSON)."""
+        data = dict(data)
+        data["owners"] = [OwnerLine(**o) for o in data["owners"]]
+        return cls(**data)
+
     def to_json(self, indent: int | None = 1) -> str:
         """Strict JSON with sorted keys: the same inputs and seed give the same bytes."""
         return json.dumps(self.to_dict(), indent=indent, sort_keys=True, allow_nan=False)
