@@ -2,7 +2,7 @@
 
 Every KNN computation in this package orders the training points by the same distance,
 ``|x|^2 - 2 x.v`` (the squared Euclidean distance up to the validation point's constant ``|v|^2``),
-with ties broken by the rows' contents and then by training index (:func:`neighbour_order`). The point-level KNN-Shapley values and the
+with ties broken by the rows' contents, the label and then the training index (:func:`neighbour_order`). The point-level KNN-Shapley values and the
 owner-level KNN game therefore value exactly the same utility, and a check of one against the other
 (the exact game over singleton players) agrees to rounding error.
 """
@@ -21,19 +21,20 @@ from trustlab.core.exceptions import InputError
 __all__ = ["knn_shapley", "knn_vote_disagrees"]
 
 
-def neighbour_order(X: np.ndarray, X_val: np.ndarray, batch_size: int = 256) -> Iterator[tuple[slice, np.ndarray]]:
+def neighbour_order(X: np.ndarray, X_val: np.ndarray, y: np.ndarray, batch_size: int = 256
+                    ) -> Iterator[tuple[slice, np.ndarray]]:
     """Yield ``(rows, order)`` per validation batch; ``order[b]`` sorts the training points by distance.
 
     Distances are computed once per distinct training row, so identical rows get identical distances,
-    and ties are broken by the rows' contents, then by index: identical rows are always adjacent in the
-    order (on a discrete grid such as digits' pixels, other points often tie in distance), which makes
-    exact duplicates interchangeable (symmetric) in every KNN utility.
+    and ties are broken by the rows' contents, then the label, then the index: identical (row, label)
+    pairs are always adjacent in the order (on a discrete grid such as digits' pixels, other points often
+    tie in distance), which makes exact duplicates interchangeable (symmetric) in every KNN utility.
     """
     X = np.asarray(X, dtype=np.float64)
     X_val = np.asarray(X_val, dtype=np.float64)
     uniq, inv = np.unique(X, axis=0, return_inverse=True)
     inv = inv.reshape(-1)
-    perm = np.argsort(inv, kind="stable")  # identical rows consecutive, each group in index order
+    perm = np.lexsort((np.arange(len(X)), np.asarray(y), inv))  # identical (row, label) pairs consecutive
     col = inv[perm]
     sq = np.einsum("ij,ij->i", uniq, uniq)
     for start in range(0, len(X_val), batch_size):
@@ -123,7 +124,7 @@ def knn_shapley(X: Any, y: Any, X_val: Any, y_val: Any, k: int = 5, *, batch_siz
     """
     X, y_enc, X_val, yv_enc, _ = check_knn_inputs(X, y, X_val, y_val, k, "knn_shapley")
     total = np.zeros(len(X))
-    for rows, order in neighbour_order(X, X_val, batch_size):
+    for rows, order in neighbour_order(X, X_val, y_enc, batch_size):
         total += _knn_shapley_batch(order, y_enc, yv_enc[rows], k)
     return total / len(X_val)
 
@@ -149,7 +150,7 @@ def knn_vote_disagrees(X: Any, y: Any, k: int = 5) -> np.ndarray:
     _, y_enc = np.unique(y, return_inverse=True)
     n_cls = int(y_enc.max()) + 1
     out = np.zeros(len(X), dtype=bool)
-    for rows, order in neighbour_order(X, X):
+    for rows, order in neighbour_order(X, X, y_enc):
         idx = np.arange(rows.start, rows.stop)
         not_self = order != idx[:, None]
         pos = np.cumsum(not_self, axis=1)

@@ -60,8 +60,12 @@ def _is_amount(v: Any) -> bool:
     return d.is_finite() and d > 0
 
 
-_AMOUNT = Satisfies(_is_amount, "a finite number > 0 (int, float, Decimal or numeric string)",
-                    [0, -5.0, float("nan"), float("inf"), "abc"], 100)
+class _Amount(Satisfies):
+    error_class = InputError  # an amount of money is data, not a hyper-parameter
+
+
+_AMOUNT = _Amount(_is_amount, "a finite number > 0 (int, float, Decimal or numeric string)",
+                  [0, -5.0, float("nan"), float("inf"), "abc"], 100)
 
 
 @validate_args(pool=[_AMOUNT], exponent=[Interval(int, 0, 6)])

@@ -81,7 +81,7 @@ class _KNNGame(Game):
         self._cand = np.full((len(X_val), lmax), n_players, dtype=np.int64)  # padding player = n_players
         self._match = np.zeros((len(X_val), lmax), dtype=bool)
         pos = np.arange(len(X))[None, :]
-        for rows, order in neighbour_order(X, X_val):
+        for rows, order in neighbour_order(X, X_val, y):
             ps = p[order]
             srt = np.argsort(ps, axis=1, kind="stable")  # groups each player's points, in rank order
             ps_sorted = np.take_along_axis(ps, srt, 1)
