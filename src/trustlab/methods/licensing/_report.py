@@ -198,8 +198,9 @@ class CompensationReport:
             ax.bar(x + dx, hi - lo, 0.25, bottom=lo, color=col, label=lab, edgecolor="black", linewidth=0.3)
         ax.scatter(x + 0.27, end, marker="_", s=120, color="black", zorder=3, label="final share")
         ax.set_xticks(x, [o.owner for o in self.owners], fontsize=7)
+        ax.set_ylim(min(0.0, float(np.min([start, mid, end]))) * 1.1, float(np.max([start, mid, end])) * 1.3 + 1e-9)
         ax.set_xlabel("owner")
         ax.set_ylabel("share of the pool (%)")
         ax.set_title("what de-duplication and noise flags changed (green: gain, red: loss)", fontsize=9)
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=6, ncol=2, loc="upper left")
         return fig
