@@ -231,9 +231,8 @@ class CompensationAudit(Auditor):
         return largest_remainder(eligible.astype(np.float64), pool_minor, ids), True
 
     # -- the verb ------------------------------------------------------------------------------------
-    def _audit(self, X: Any, y: Any, owner: Any, X_val: Any, y_val: Any, pool: Any,
-               owners: Any = None) -> CompensationReport:
-        self._check_config()
+    def _inputs(self, X: Any, y: Any, owner: Any, X_val: Any, y_val: Any, pool: Any, owners: Any) -> dict[str, Any]:
+        """Validated arrays, encoded labels, money and owner registry, with the input warnings."""
         name = type(self).__name__
         X = check_array(X, owner=name)
         X_val = check_array(X_val, name="X_val", owner=name)
@@ -253,8 +252,6 @@ class CompensationAudit(Auditor):
                                  f"{extra[:10]}.")
             registry = _natural(list(dict.fromkeys(str(o) for o in owners)))
         pos = {o: i for i, o in enumerate(registry)}
-        player = np.array([pos[o] for o in ids_row], dtype=np.int64)
-        n_own = len(registry)
         warn: list[str] = []
         if rounded:
             warn.append(f"pool {pool!r} has more decimals than {self.currency} allows (10^-{exponent}); rounded "
@@ -265,22 +262,25 @@ class CompensationAudit(Auditor):
         n_overlap = sum(r.tobytes() in val_keys for r in np.ascontiguousarray(X))
         if n_overlap:
             warn.append(f"{n_overlap} training row(s) also appear in the validation set; their values are inflated.")
+        return {"X": X, "y": y_enc, "X_val": X_val, "y_val": yv_enc, "classes": classes, "exponent": exponent,
+                "pool_minor": pool_minor, "ids_row": ids_row, "registry": registry, "warnings": warn,
+                "player": np.array([pos[o] for o in ids_row], dtype=np.int64)}
 
-        # de-duplication
+    def _deduplicate(self, d: dict[str, Any]) -> dict[str, Any]:
+        """Kept rows, per-owner duplicate counts and (``dup_credit="split"``) the owners of each kept row."""
+        X, player, n_own = d["X"], d["player"], len(d["registry"])
         if self.dedup == "off":
-            keep = np.ones(len(X), dtype=bool)
-            leader = np.arange(len(X))
+            keep, leader = np.ones(len(X), dtype=bool), np.arange(len(X))
         else:
-            groups = find_duplicates(X, y, mode=self.dedup, tol=self.near_tol, decimals=self.dedup_decimals)
+            groups = find_duplicates(X, d["y"], mode=self.dedup, tol=self.near_tol, decimals=self.dedup_decimals)
             keep, leader = ~groups.is_duplicate, groups.leader
-        dup_within = np.zeros(n_own, dtype=np.int64)
-        dup_cross = np.zeros(n_own, dtype=np.int64)
+        within, cross = np.zeros(n_own, dtype=np.int64), np.zeros(n_own, dtype=np.int64)
         for i in np.flatnonzero(~keep):
-            (dup_within if player[leader[i]] == player[i] else dup_cross)[player[i]] += 1
+            (within if player[leader[i]] == player[i] else cross)[player[i]] += 1
         kept = np.flatnonzero(keep)
-        if len(kept) < self.k or self.k > len(kept):
-            raise InputError(f"The 'k' argument of {name} must be <= the number of training points left after "
-                             f"de-duplication ({len(kept)}). Got {self.k} instead.")
+        if self.k > len(kept):
+            raise InputError(f"The 'k' argument of {type(self).__name__} must be <= the number of training points "
+                             f"left after de-duplication ({len(kept)}). Got {self.k} instead.")
         credit = None
         if self.dup_credit == "split" and self.dedup != "off":
             members: dict[int, list[int]] = {int(i): [int(player[i])] for i in kept}
@@ -288,63 +288,77 @@ class CompensationAudit(Auditor):
                 if player[i] not in members[int(leader[i])]:
                     members[int(leader[i])].append(int(player[i]))
             credit = [members[int(i)] for i in kept]
+        return {"kept": kept, "n_dup": int((~keep).sum()), "within": within, "cross": cross, "credit": credit}
 
-        # noisy-label flags on the kept rows
-        phi = knn_shapley(X[kept], y_enc[kept], X_val, yv_enc, k=self.k)
+    def _flag(self, d: dict[str, Any], kept: np.ndarray) -> np.ndarray:
+        """Kept rows in the bottom quantile of point-level KNN-Shapley that disagree with the KNN vote."""
         flags = np.zeros(len(kept), dtype=bool)
         if self.noise_flag_quantile > 0 and len(kept) > self.k:
+            phi = knn_shapley(d["X"][kept], d["y"][kept], d["X_val"], d["y_val"], k=self.k)
             low = phi <= np.quantile(phi, self.noise_flag_quantile)
-            flags = low & knn_vote_disagrees(X[kept], y_enc[kept], k=self.k)
-        n_flag = np.bincount(player[kept][flags], minlength=n_own)
+            flags = low & knn_vote_disagrees(d["X"][kept], d["y"][kept], k=self.k)
+        return flags
 
-        res = self._value(X[kept], y_enc[kept], player[kept], n_own, X_val, yv_enc, credit)
+    def _audit(self, X: Any, y: Any, owner: Any, X_val: Any, y_val: Any, pool: Any,
+               owners: Any = None) -> CompensationReport:
+        self._check_config()
+        d = self._inputs(X, y, owner, X_val, y_val, pool, owners)
+        player, n_own = d["player"], len(d["registry"])
+        dd = self._deduplicate(d)
+        kept, credit = dd["kept"], dd["credit"]
+        flags = self._flag(d, kept)
+
+        def value(rows: np.ndarray, cred: list[list[int]] | None) -> dict[str, Any]:
+            return self._value(d["X"][rows], d["y"][rows], player[rows], n_own, d["X_val"], d["y_val"], cred)
+
+        res = value(kept, credit)
         share_dedup = _shares(res["values"], self.negative)
+        valued = kept
         if self.noisy == "drop" and flags.any():
-            sub = kept[~flags]
-            if len(sub) < self.k:
-                raise InputError(f"Dropping {int(flags.sum())} flagged row(s) leaves {len(sub)} < k={self.k} rows.")
-            sub_credit = None if credit is None else [c for c, f in zip(credit, flags) if not f]
-            res = self._value(X[sub], y_enc[sub], player[sub], n_own, X_val, yv_enc, sub_credit)
-            valued = sub
-        else:
-            valued = kept
+            valued = kept[~flags]
+            if len(valued) < self.k:
+                raise InputError(f"Dropping {int(flags.sum())} flagged row(s) leaves {len(valued)} < k={self.k} rows.")
+            res = value(valued, None if credit is None else [c for c, f in zip(credit, flags) if not f])
         values = res["values"]
-        n_valued = np.bincount(player[valued], minlength=n_own)
-        payout, fallback_used = self._pay(values, pool_minor, registry, n_valued > 0)
-        share = payout / pool_minor if fallback_used else _shares(values, self.negative)
-
+        payout, fallback_used = self._pay(values, d["pool_minor"], d["registry"],
+                                          np.bincount(player[valued], minlength=n_own) > 0)
+        share = payout / d["pool_minor"] if fallback_used else _shares(values, self.negative)
         share_nd = None
         if self.counterfactual and self.dedup != "off":
-            full = self._value(X, y_enc, player, n_own, X_val, yv_enc, None)
-            share_nd = _shares(full["values"], self.negative)
-
+            share_nd = _shares(value(np.arange(len(player)), None)["values"], self.negative)
         order = sorted(range(n_own), key=lambda c: (-int(payout[c]), c))  # ties: owner-id order
         rank = {c: r + 1 for r, c in enumerate(order)}
-        n_points = np.bincount(player, minlength=n_own)
+        n_points, n_unique = np.bincount(player, minlength=n_own), np.bincount(player[kept], minlength=n_own)
+        n_flag = np.bincount(player[kept][flags], minlength=n_own)
         lines = [OwnerLine(
-            owner=registry[c], n_points=int(n_points[c]), n_unique=int(np.sum(player[kept] == c)),
-            n_dup_within=int(dup_within[c]), n_dup_cross=int(dup_cross[c]), n_flagged_noisy=int(n_flag[c]),
+            owner=d["registry"][c], n_points=int(n_points[c]), n_unique=int(n_unique[c]),
+            n_dup_within=int(dd["within"][c]), n_dup_cross=int(dd["cross"][c]), n_flagged_noisy=int(n_flag[c]),
             raw_value=float(values[c]), value_se=None if res["se"] is None else float(res["se"][c]),
             share=float(share[c]), payout_minor=int(payout[c]),
-            payout=format(Decimal(int(payout[c])).scaleb(-exponent), "f"),
+            payout=format(Decimal(int(payout[c])).scaleb(-d["exponent"]), "f"),
             rank=rank[c], share_no_dedup=None if share_nd is None else float(share_nd[c]),
             share_dedup=float(share_dedup[c])) for c in range(n_own)]
-        sum_raw = float(values.sum())
+        return self._report(d, res, lines, fallback_used, len(kept), dd["n_dup"], int(flags.sum()))
+
+    def _report(self, d: dict[str, Any], res: dict[str, Any], lines: list[OwnerLine], fallback_used: bool,
+                n_kept: int, n_dup: int, n_flagged: int) -> CompensationReport:
+        sum_raw = float(np.sum([o.raw_value for o in lines]))
         eff = sum_raw - (res["v_full"] - res["v_empty"]) if res["efficient"] or res["sum_se"] is not None else None
         versions = {"trustlab": _version("trustlab"), "numpy": np.__version__, "scikit-learn": _version("scikit-learn")}
+        cls = d["classes"]
         return CompensationReport(
             owners=lines, method=self.method, utility=self.utility, k=self.k, v_full=float(res["v_full"]),
             v_empty=float(res["v_empty"]), sum_raw=sum_raw, efficient=bool(res["efficient"]),
             efficiency_residual=None if eff is None else float(eff), efficiency_se=res["sum_se"],
-            negative=self.negative, fallback_used=fallback_used, currency=self.currency, minor_unit=exponent,
-            pool_minor=pool_minor, n_train=len(X), n_kept=len(kept), n_val=len(X_val),
-            n_duplicates=int((~keep).sum()), n_flagged_noisy=int(flags.sum()),
+            negative=self.negative, fallback_used=fallback_used, currency=self.currency, minor_unit=d["exponent"],
+            pool_minor=d["pool_minor"], n_train=len(d["X"]), n_kept=n_kept, n_val=len(d["X_val"]),
+            n_duplicates=n_dup, n_flagged_noisy=n_flagged,
             seed=self.random_state if isinstance(self.random_state, int | None) else "Generator",
             versions=versions,
-            input_hash=content_hash({"X": X, "y": [str(v) for v in classes[y_enc]], "owner": ids_row,
-                                     "X_val": X_val, "y_val": [str(v) for v in classes[yv_enc]]}),
+            input_hash=content_hash({"X": d["X"], "y": [str(v) for v in cls[d["y"]]], "owner": d["ids_row"],
+                                     "X_val": d["X_val"], "y_val": [str(v) for v in cls[d["y_val"]]]}),
             params={k: v for k, v in self.get_params(deep=False).items() if k != "random_state"},
-            warnings=warn)
+            warnings=d["warnings"])
 
 
 def _version(dist: str) -> str:
