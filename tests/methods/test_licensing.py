@@ -336,6 +336,9 @@ def test_config_conflicts_and_warnings():
     rep = compensation_report(np.vstack([X, Xv[:2]]), np.concatenate([y, yv[:2]]),
                               np.concatenate([owner, [0, 0]]), Xv, yv, 100)
     assert any("also appear in the validation set" in w for w in rep.warnings)
+    Xs = X * np.array([1.0, 1000.0, 1.0])
+    rep = compensation_report(Xs, y, owner, Xv * np.array([1.0, 1000.0, 1.0]), yv, 100, dedup="near")
+    assert any("standardise X" in w for w in rep.warnings)
 
 
 # -- report renderings, files, CLI -----------------------------------------------------------------------

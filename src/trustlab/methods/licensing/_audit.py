@@ -274,6 +274,12 @@ class CompensationAudit(Auditor):
         else:
             groups = find_duplicates(X, d["y"], mode=self.dedup, tol=self.near_tol, decimals=self.dedup_decimals)
             keep, leader = ~groups.is_duplicate, groups.leader
+            sd = X.std(axis=0)
+            sd = sd[sd > 0]
+            if self.dedup == "near" and len(sd) and sd.max() > 100 * sd.min():
+                d["warnings"].append(f"feature scales differ by {sd.max() / sd.min():.0f}x and near_tol={self.near_tol} "
+                                     "is in raw units (max norm): standardise X (and X_val) before a near "
+                                     "de-duplication.")
         within, cross = np.zeros(n_own, dtype=np.int64), np.zeros(n_own, dtype=np.int64)
         for i in np.flatnonzero(~keep):
             (within if player[leader[i]] == player[i] else cross)[player[i]] += 1
