@@ -241,3 +241,88 @@ def main() -> None:
     except TrustlabError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         sys.exit(2)
+
+
+# -- licensing (issue 22): trustlab licensing report ------------------------------------------------------
+licensing_app = typer.Typer(no_args_is_help=True, help="Collective licensing: split a licence pool among data "
+                            "owners by data valuation (compensation report).")
+app.add_typer(licensing_app, name="licensing")
+
+
+@licensing_app.command("report")
+def licensing_report(
+    data: Annotated[Path, typer.Argument(help="CSV: one row per submitted point, feature columns + owner + label")],
+    owner_column: Annotated[str, typer.Option("--owner-column", help="column naming each row's owner")],
+    label_column: Annotated[str, typer.Option("--label-column", help="column holding the label")],
+    pool: Annotated[str, typer.Option("--pool", help="licence pool in major units (e.g. 100000 = 100,000 EUR)")],
+    currency: Annotated[str, typer.Option("--currency", help="ISO 4217 code; payouts in its minor unit")] = "EUR",
+    minor_unit: Annotated[int | None, typer.Option("--minor-unit", help="override the currency's exponent")] = None,
+    validation: Annotated[Path | None, typer.Option("--validation", help="validation CSV (same columns)")] = None,
+    val_fraction: Annotated[float, typer.Option("--val-fraction", help="held-out fraction without --validation")] = 0.3,
+    features: Annotated[str | None, typer.Option("--features", help="comma-separated feature columns")] = None,
+    method: Annotated[str, typer.Option(help="knn_shapley, owner_shapley_exact, owner_banzhaf_msr, tmc_shapley, loo")]
+    = "knn_shapley",
+    utility: Annotated[str, typer.Option(help="knn, logreg_acc or loglik (owner-level methods)")] = "knn",
+    k: Annotated[int, typer.Option(help="neighbours of the KNN utility")] = 5,
+    dedup: Annotated[str, typer.Option(help="exact, near or off")] = "exact",
+    near_tol: Annotated[float, typer.Option("--near-tol", help="max-norm radius of near duplicates")] = 1e-3,
+    negative: Annotated[str, typer.Option(help="clip or allow")] = "clip",
+    fallback: Annotated[str | None, typer.Option(help="'equal' when every value is <= 0")] = None,
+    n_samples: Annotated[int, typer.Option("--n-samples", help="TMC permutations / Banzhaf coalitions")] = 200,
+    seed: Annotated[int, typer.Option(help="seed of the hold-out split and Monte-Carlo methods")] = 0,
+    out: Annotated[list[Path] | None, typer.Option("--out", help="write the report (.json, .csv or .md; repeat)")]
+    = None,
+) -> None:
+    """Print (and optionally write) a compensation report: each owner's value, share and payout to the cent."""
+    import numpy as np
+    import pandas as pd
+
+    from trustlab.core.exceptions import InputError
+    from trustlab.methods.licensing import compensation_report
+
+    def read(path: Path) -> pd.DataFrame:
+        if not path.is_file():
+            raise InputError(f"The data file {str(path)!r} does not exist.")
+        return pd.read_csv(path)
+
+    try:
+        df = read(data)
+        for col, what in ((owner_column, "--owner-column"), (label_column, "--label-column")):
+            if col not in df.columns:
+                raise InputError(f"The {what} column {col!r} is not in {str(data)!r}; columns: {list(df.columns)[:20]}.")
+        cols = [c.strip() for c in features.split(",")] if features else \
+            [c for c in df.columns if c not in (owner_column, label_column)]
+        missing = [c for c in cols if c not in df.columns]
+        bad = [c for c in cols if c in df.columns and not pd.api.types.is_numeric_dtype(df[c])]
+        if missing or bad or not cols:
+            raise InputError(f"Feature columns must exist and be numeric. Missing: {missing}; not numeric: {bad}.")
+        if validation is not None:
+            val = read(validation)
+            absent = [c for c in cols + [label_column] if c not in val.columns]
+            if absent:
+                raise InputError(f"The validation file {str(validation)!r} lacks the columns {absent}.")
+            train = df
+        else:
+            from sklearn.model_selection import train_test_split
+
+            if not 0 < val_fraction < 1:
+                raise InputError(f"The --val-fraction must be in (0, 1). Got {val_fraction}.")
+            try:
+                train, val = train_test_split(df, test_size=val_fraction, random_state=seed, stratify=df[label_column])
+            except ValueError as exc:
+                raise InputError(f"Cannot hold out a stratified validation set ({exc}); pass --validation.") from None
+            err.print(f"note: no --validation given: {len(val)} rows held out as the validation set (seed {seed}); "
+                      "their owners are not paid for them.", highlight=False)
+        rep = compensation_report(
+            train[cols].to_numpy(dtype=np.float64), train[label_column].to_numpy(),
+            train[owner_column].to_numpy(dtype=object), val[cols].to_numpy(dtype=np.float64),
+            val[label_column].to_numpy(), pool, currency=currency, minor_unit=minor_unit, method=method,
+            utility=utility, k=k, dedup=dedup, near_tol=near_tol, negative=negative, fallback=fallback,
+            n_samples=n_samples, random_state=seed)
+        for path in out or []:
+            rep.save(path)
+    except TrustlabError as exc:
+        _fail(exc)
+    typer.echo(rep.to_markdown())
+    for path in out or []:
+        err.print(f"report written to {path}", highlight=False)

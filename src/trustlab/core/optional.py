@@ -19,6 +19,7 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "ts": ["torch", "aeon"],
     "xai": ["shap", "optuna"],
     "trees": ["gosdt", "treefarms", "licketysplit"],
+    "valuation": ["cleanlab"],
 }
 #: import name -> pip requirement, where it differs from the import name
 _DISTRIBUTIONS = {"torch": "torch==2.13.0", "sentence_transformers": "sentence-transformers",
