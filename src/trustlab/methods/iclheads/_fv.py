@@ -20,12 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, Options, validate_value
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, TrustlabError
 from trustlab.methods.iclheads._tasks import (
+    _TASKS,
     EVAL_TASKS,
     ICLTask,
     _as_tasks,
+    _is_task,
     build_prompts,
     check_disjoint,
     target_token,
@@ -33,7 +36,6 @@ from trustlab.methods.iclheads._tasks import (
 
 __all__ = ["FVScores", "fv_scores", "mean_head_activations"]
 
-_OWNER = "fv_scores"
 
 
 @dataclass
@@ -74,6 +76,11 @@ def _tok(model: Any, tokenizer: Any) -> Any:
     return tok
 
 
+_TASK = Satisfies(_is_task, "a task name, a JSON file path or an ICLTask", [3.5, None], valid="antonym")
+
+
+@validate_args(model="no_validation", task=[_TASK], n_mean=[Interval(int, 1, None)], n_shots=[Interval(int, 0, None)],
+               random_state=["random_state"], batch_size=[Interval(int, 1, None)])
 def mean_head_activations(
     model: Any,
     task: ICLTask | str,
@@ -139,6 +146,12 @@ def _attribution_cie(model: Any, ids: list[int], mean: Any, target: int) -> tupl
     return cie.numpy(), float(prob.detach()), d.n_layers * d.n_heads
 
 
+@validate_args(model="no_validation", tasks=[None, _TASKS], n_mean=[Interval(int, 1, None)],
+               n_trials=[Interval(int, 1, None)], n_shots=[Interval(int, 1, None)],
+               method=[Options(["exact", "attribution"])],
+               held_out=[None, Satisfies(lambda v: isinstance(v, list | tuple) and (not v or _TASKS.is_satisfied_by(v)),
+                                         "a list of tasks (empty: no leakage check)", [3.5, "x"], valid=())],
+               random_state=[Interval(int, 0, None)], batch_size=[Interval(int, 2, None)])
 def fv_scores(
     model: Any,
     tasks: Sequence[ICLTask | str] | None = None,
@@ -196,11 +209,6 @@ def fv_scores(
     (https://github.com/kayoyin/icl-heads, ``src/find_fv_heads.py``).
     """
     from trustlab.llm import dims
-
-    for name, v, lo in (("n_mean", n_mean, 1), ("n_trials", n_trials, 1), ("n_shots", n_shots, 1),
-                        ("batch_size", batch_size, 2)):
-        validate_value(_OWNER, name, v, [Interval(int, lo, None)])
-    validate_value(_OWNER, "method", method, [Options(["exact", "attribution"])])
     from trustlab.methods.iclheads._tasks import FV_TASKS
 
     task_list = _as_tasks(FV_TASKS if tasks is None else tasks)
