@@ -402,3 +402,13 @@ def test_activation_cache_on_disk_is_keyed_and_reused(tmp_path):
     assert len(list((tmp_path / "activations").iterdir())) == 5  # nothing new without cache_dir
     with pytest.raises(InputError, match="cache_dir"):
         ActivationExtractor(model, tk, layers=[1], cache_dir=3)
+
+
+def test_experiment_declares_quick_passes_and_config_scale_notes():
+    from trustlab.experiments import deception as exp
+
+    ids = {c.id for c in exp.CLAIMS}
+    assert set(exp.QUICK_EXPECTED_PASS) <= ids and "C5" in ids
+    quick = exp.Config.quick().to_dict()
+    assert "20 test pairs" in next(c for c in exp.CLAIMS if c.id == "C1").note_for(quick)
+    assert "180 benign prompts" in next(c for c in exp.CLAIMS if c.id == "C3a").note_for(exp.Config().to_dict())

@@ -310,3 +310,14 @@ def test_regression_first_token_accuracy_refuses_ids_outside_the_vocabulary(tiny
         ih.PreparedPrompts(model, ["Q: a\nA:"], [-1], tokenizer=tok)
     with pytest.raises(InputError, match="The 'targets' argument of first_token_accuracy"):
         ih.first_token_accuracy(model, ["a"], [0.5], tokenizer=tok)
+
+
+def test_experiment_quick_tasks_by_rule_and_scale_notes_from_config():
+    from trustlab.experiments import iclheads as exp
+
+    q = exp.Config.quick()
+    assert q.fv_tasks == ih.FV_TASKS[:2] and q.eval_tasks == ("capitalize", "choose_first_of_3")  # first of each kind
+    assert set(exp.QUICK_EXPECTED_PASS) <= {c.id for c in exp.CLAIMS}
+    notes = {c.id: c.note_for(q.to_dict()) for c in exp.CLAIMS}
+    assert "2 held-out tasks x 16 5-shot prompts" in notes["C3"] and "2 held-out tasks" in notes["C2b"]
+    assert "2 FV tasks x 4 corrupted" in notes["C2a"]
