@@ -154,7 +154,7 @@ class _FakeTok:
 
 
 def test_masks_cover_exactly_detected_tokens_on_real_template(tok):
-    ds = instructed_pairs(4) + roleplay(2) + sandbagging(2)["sandbag"] + control(3)
+    ds = instructed_pairs(4) + roleplay(2) + sandbagging(2)["sandbag"] + control(3) + persona_statements(1)
     td = tokenize_dialogues(tok, ds)
     for d, ids, m in zip(ds, td.input_ids, td.masks):
         got = tok.decode([i for i, k in zip(ids, m) if k])
