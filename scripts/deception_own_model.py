@@ -16,6 +16,14 @@ import time
 
 import numpy as np
 
+#: a Gemma-style turn template for base models that ship none (system text is put before the first user turn)
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'system' %}<start_of_turn>user\n{{ m['content'] }}\n\n"
+    "{% elif m['role'] == 'user' %}{% if loop.index0 == 0 or messages[loop.index0 - 1]['role'] != 'system' %}"
+    "<start_of_turn>user\n{% endif %}{{ m['content'] }}<end_of_turn>\n{% else %}<start_of_turn>model\n"
+    "{{ m['content'] }}<end_of_turn>\n{% endif %}{% endfor %}"
+)
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -24,6 +32,7 @@ def main() -> None:
     ap.add_argument("--dialogues", default=None, help="your own .json/.jsonl dialogues (labels honest/deceptive)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--n-facts", type=int, default=None, help="use only the first N facts (default: all 277)")
     args = ap.parse_args()
 
     from trustlab.core.threads import limit_threads
@@ -45,9 +54,12 @@ def main() -> None:
         n_layers = dims(lm.model).n_layers
         layer = args.layer if args.layer is not None else max(1, round(0.27 * n_layers))
         print(f"loaded {args.model} ({n_layers} layers) in {time.perf_counter() - t0:.1f} s; probe layer {layer}")
+        if getattr(lm.tokenizer, "chat_template", None) is None:
+            print("the tokenizer has no chat template (a base model): using a Gemma-style turn template")
+            lm.tokenizer.chat_template = GEMMA_TEMPLATE
         ex = ActivationExtractor(lm.model, lm.tokenizer, layers=[layer],
                                  cache_dir=args.cache_dir if args.cache_dir else True)
-        inst = instructed_pairs()
+        inst = instructed_pairs(args.n_facts)
         t0 = time.perf_counter()
         acts = ex(inst)
         print(f"instructed pairs: {len(inst)} dialogues in {time.perf_counter() - t0:.1f} s "

@@ -412,3 +412,11 @@ def test_experiment_declares_quick_passes_and_config_scale_notes():
     quick = exp.Config.quick().to_dict()
     assert "20 test pairs" in next(c for c in exp.CLAIMS if c.id == "C1").note_for(quick)
     assert "180 benign prompts" in next(c for c in exp.CLAIMS if c.id == "C3a").note_for(exp.Config().to_dict())
+
+
+def test_tokenizer_without_chat_template_is_refused_clearly():
+    class _Base(_FakeTok):
+        chat_template = None
+
+    with pytest.raises(InputError, match="no chat template"):
+        tokenize_dialogues(_Base(), instructed_pairs(1))

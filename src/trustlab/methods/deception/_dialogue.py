@@ -179,6 +179,11 @@ def _render(tokenizer: Any, dialogue: Dialogue) -> tuple[str, list[tuple[int, in
     """
     merged = _merge(dialogue.messages)
     chat = [{"role": r, "content": c} for r, c, _ in merged]
+    if getattr(tokenizer, "chat_template", "") is None:
+        raise InputError(
+            "The tokenizer has no chat template (a base model?), so dialogues cannot be rendered. Set "
+            "tokenizer.chat_template to a Jinja template (e.g. the instruct model's) before extracting."
+        )
     text = tokenizer.apply_chat_template(chat, tokenize=False)
     spans: list[tuple[int, int]] = []
     cursor = 0
