@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
 import pytest
 
-from trustlab.core.exceptions import InputError, ScaleWarning, UnknownNameError
+from trustlab.core.exceptions import AssetNotFoundError, InputError, ScaleWarning, UnknownNameError
 from trustlab.methods.deception import (
     ActivationExtractor,
     DeceptionProbe,
@@ -17,12 +18,16 @@ from trustlab.methods.deception import (
     TextBaseline,
     auroc,
     control,
+    evaluate_scores,
     instructed_pairs,
     layer_sweep,
+    load_dialogues,
+    persona_statements,
     recall_at_fpr,
     roleplay,
     sandbagging,
     shuffled_label_probe,
+    split_dialogues,
     threshold_at_fpr,
     tokenize_dialogues,
 )
@@ -53,7 +58,7 @@ def test_probe_separates_and_recovers_planted_direction(method):
     train, w = _synthetic(seed=0)
     test, _ = _synthetic(seed=1)
     p = DeceptionProbe(method=method).fit(train, train.labels)
-    s = p.score(test)
+    s = p.score_samples(test)
     lab = np.asarray(test.labels)
     assert auroc(s[lab == "honest"], s[lab == "deceptive"]) > 0.99
     # direction in raw coordinates: w_raw = direction / scale
@@ -71,16 +76,16 @@ def test_probe_numeric_labels_and_array_input():
     X = rng.normal(size=(100, 6))
     y = (X[:, 2] > 0).astype(int)
     p = DeceptionProbe().fit(X, y)
-    assert p.positive_class_ == 1 and auroc(p.score(X)[y == 0], p.score(X)[y == 1]) > 0.95
+    assert p.positive_class_ == 1 and auroc(p.score_samples(X)[y == 0], p.score_samples(X)[y == 1]) > 0.95
 
 
 def test_aggregations():
     acts, _ = _synthetic(n=4, d=3, tokens=3)
     p = DeceptionProbe(aggregation="mean").fit(acts, acts.labels)
     t = p.token_scores(acts).reshape(4, 3)
-    assert np.allclose(p.score(acts), t.mean(1))
-    assert np.allclose(p.set_params(aggregation="max").score(acts), t.max(1))
-    assert np.allclose(p.set_params(aggregation="last").score(acts), t[:, -1])
+    assert np.allclose(p.score_samples(acts), t.mean(1))
+    assert np.allclose(p.set_params(aggregation="max").score_samples(acts), t.max(1))
+    assert np.allclose(p.set_params(aggregation="last").score_samples(acts), t[:, -1])
 
 
 def test_bad_inputs():
@@ -101,7 +106,7 @@ def test_shuffled_labels_near_chance():
     aucs = []
     for s in range(5):
         p = shuffled_label_probe(train, train.labels, random_state=s)
-        sc, lab = p.score(test), np.asarray(test.labels)
+        sc, lab = p.score_samples(test), np.asarray(test.labels)
         aucs.append(auroc(sc[lab == "honest"], sc[lab == "deceptive"]))
     assert abs(np.mean(aucs) - 0.5) < 0.15
 
@@ -121,7 +126,7 @@ def test_threshold_uses_control_only_and_warns_when_too_small():
     assert t.effective_fpr == pytest.approx(0.05) and t.n_control == 200
     r1 = recall_at_fpr(c, np.array([1e9, -1e9]), fpr=0.05, n_boot=0)
     r2 = recall_at_fpr(c, np.array([1e9, 1e9, 1e9, -5.0]), fpr=0.05, n_boot=0)
-    assert r1["threshold"] == r2["threshold"] == t.value  # deceptive scores do not move the threshold
+    assert r1.threshold == r2.threshold == t.value  # deceptive scores do not move the threshold
     with pytest.warns(ScaleWarning, match="effective FPR"):
         small = threshold_at_fpr(np.arange(30.0), 0.01)
     assert small.effective_fpr == pytest.approx(1 / 30)
@@ -134,8 +139,8 @@ def test_recall_ci_and_auroc():
     rng = np.random.default_rng(0)
     c, d, h = rng.normal(size=200), rng.normal(3, 1, size=50), rng.normal(size=50)
     r = recall_at_fpr(c, d, h, fpr=0.05, n_boot=200)
-    assert r["recall_ci"][0] <= r["recall"] <= r["recall_ci"][1] and r["recall"] > 0.7
-    assert r["honest_flagged"] < 0.2
+    assert r.recall_ci[0] <= r.recall <= r.recall_ci[1] and r.recall > 0.7
+    assert r.honest_flagged < 0.2
     assert auroc([0, 1], [2, 3]) == 1.0 and auroc([1, 1], [1, 1]) == 0.5
 
 
@@ -149,7 +154,7 @@ class _FakeTok:
 
 
 def test_masks_cover_exactly_detected_tokens_on_real_template(tok):
-    ds = instructed_pairs(4) + roleplay(2) + sandbagging(2)["sandbag"] + control(3)
+    ds = instructed_pairs(4) + roleplay(2) + sandbagging(2)["sandbag"] + control(3) + persona_statements(1)
     td = tokenize_dialogues(tok, ds)
     for d, ids, m in zip(ds, td.input_ids, td.masks):
         got = tok.decode([i for i, k in zip(ids, m) if k])
@@ -193,10 +198,11 @@ def test_shipped_data_sizes():
 
 def test_text_baseline_cannot_read_identical_responses():
     ds = instructed_pairs(30)
-    tb = TextBaseline(kind="tfidf", view="detected").fit(ds)
-    s = tb.score(ds)
+    y = [d.label for d in ds]
+    tb = TextBaseline(kind="tfidf", view="detected").fit(ds, y)
+    s = tb.score_samples(ds)
     assert np.allclose(s[0::2], s[1::2])  # honest and deceptive responses are the same text
-    full = TextBaseline(kind="tfidf", view="full").fit(ds).score(ds)
+    full = TextBaseline(kind="tfidf", view="full").fit(ds, y).score_samples(ds)
     assert auroc(full[0::2], full[1::2]) == 1.0  # the instruction word gives it away
 
 
@@ -214,22 +220,203 @@ def test_extractor_tiny_model():
     with pytest.raises(UnknownNameError):
         ActivationExtractor(model, tk, layers=[7])
     p = DeceptionProbe(layer=2).fit(a, a.labels)
-    assert p.score(a).shape == (6,)
+    assert p.score_samples(a).shape == (6,)
 
 
 # ------------------------------------------------------------------------------------------- real model
 @pytest.mark.llm
 def test_real_model_probe_separates_instructed_pairs(smollm2):
-    import torch
-
-    torch.set_num_threads(2)
     ds = instructed_pairs(40)
     ex = ActivationExtractor(smollm2.model, smollm2.tokenizer, layers=[12], batch_size=16)
     acts = ex(ds)
     train, test = acts.subset(np.arange(0, 60)), acts.subset(np.arange(60, 80))
     p = DeceptionProbe(layer=12).fit(train, train.labels)
-    s, lab = p.score(test), np.asarray(test.labels)
+    s, lab = p.score_samples(test), np.asarray(test.labels)
     assert auroc(s[lab == "honest"], s[lab == "deceptive"]) > 0.85
     ctl = ex(control(30))
-    t = threshold_at_fpr(p.score(ctl), 0.1)
+    t = threshold_at_fpr(p.score_samples(ctl), 0.1)
     assert np.isfinite(t.value)
+
+
+# ------------------------------------------------------------------------------------------- issue 14: sklearn semantics
+def test_score_keeps_sklearn_meaning_and_works_in_cross_val_and_grid_search():
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 5))
+    y = (X[:, 1] > 0).astype(int)
+    p = DeceptionProbe(layer=0).fit(X, y)
+    assert p.score(X, y) == pytest.approx(np.mean(p.predict(X) == y))  # accuracy, as in scikit-learn
+    assert np.array_equal(p.decision_function(X), p.score_samples(X))
+    acc = cross_val_score(DeceptionProbe(layer=0), X, y, cv=3)
+    auc = cross_val_score(DeceptionProbe(layer=0), X, y, cv=3, scoring="roc_auc")
+    assert acc.shape == (3,) and acc.mean() > 0.8 and auc.mean() > 0.9
+    gs = GridSearchCV(DeceptionProbe(layer=0), {"reg_coeff": [1.0, 10.0]}, cv=3, scoring="roc_auc").fit(X, y)
+    assert gs.best_params_["reg_coeff"] in (1.0, 10.0)
+
+
+def test_detectors_share_one_input_convention():
+    ds = instructed_pairs(20)
+    y = [d.label for d in ds]
+    tb = TextBaseline(kind="tfidf", view="full").fit(ds, y)
+    assert tb.score_samples(ds).shape == (40,) and tb.predict_proba(ds).shape == (40, 2)
+    assert tb.positive_class_ == "deceptive" and tb.score(ds, y) == 1.0
+    with pytest.raises(InputError, match="sequence of Dialogue"):
+        tb.score_samples("not dialogues")
+
+
+# ------------------------------------------------------------------------------------------- issue 15: regressions
+def test_regression_capitalised_labels_are_refused_not_inverted():
+    acts, _ = _synthetic()
+    caps = np.where(np.asarray(acts.labels) == "deceptive", "Deceptive", "Honest")
+    with pytest.raises(InputError, match="cannot tell which label is deceptive"):
+        DeceptionProbe().fit(acts, caps)
+    p = DeceptionProbe(positive_label="Deceptive").fit(acts, caps)
+    s, lab = p.score_samples(acts), np.asarray(acts.labels)
+    assert p.positive_class_ == "Deceptive" and auroc(s[lab == "honest"], s[lab == "deceptive"]) > 0.99
+    with pytest.raises(InputError, match="positive_label"):
+        DeceptionProbe(positive_label="lie").fit(acts, caps)
+    with pytest.raises(InputError, match="cannot tell"):
+        TextBaseline().fit(instructed_pairs(5), ["A", "B"] * 5)
+
+
+def test_regression_evaluate_scores_reads_numeric_labels():
+    rng = np.random.default_rng(0)
+    s = np.concatenate([rng.normal(size=30), rng.normal(3, 1, size=30)])
+    y = np.array([0] * 30 + [1] * 30)
+    rep = evaluate_scores(s, y, rng.normal(size=100), n_boot=0)
+    assert rep.n_deceptive == 30 and rep.n_honest == 30 and rep.auroc > 0.9
+    strings = evaluate_scores(s, np.where(y == 1, "deceptive", "honest"), rng.normal(size=100), n_boot=0)
+    assert strings.auroc == rep.auroc
+    assert evaluate_scores(s, np.where(y == 1, "Lie", "Truth"), rng.normal(size=100), n_boot=0,
+                           positive_label="Lie").auroc == rep.auroc
+    with pytest.raises(InputError, match="cannot tell"):
+        evaluate_scores(s, np.where(y == 1, "Lie", "Truth"), rng.normal(size=100), n_boot=0)
+    with pytest.raises(InputError, match="0 = honest, 1 = deceptive"):
+        evaluate_scores(s, y * 2, rng.normal(size=100), n_boot=0)
+
+
+def test_regression_public_functions_refuse_bad_arguments():
+    with pytest.raises(InputError, match="The 'control_scores' argument of threshold_at_fpr"):
+        threshold_at_fpr([np.nan, 1.0], 0.05)
+    with pytest.raises(Exception, match="The 'fpr' argument of threshold_at_fpr"):
+        threshold_at_fpr([0.0, 1.0], 1.5)
+    with pytest.raises(Exception, match="The 'n_boot' argument of recall_at_fpr"):
+        recall_at_fpr([0.0, 1.0], [1.0], n_boot=-1)
+    with pytest.raises(Exception, match="The 'n_facts' argument of instructed_pairs"):
+        instructed_pairs(0)
+
+
+# ------------------------------------------------------------------------------------------- issue 31: real chat data
+def test_from_dict_accepts_the_chat_message_format():
+    d = Dialogue.from_dict({"messages": [{"role": "system", "content": "Be nice."},
+                                         {"role": "user", "content": "Hi"},
+                                         {"role": "assistant", "content": "Hello.", "name": "bot"}],
+                            "label": "honest"})
+    assert [m.detect for m in d.messages] == [False, False, True] and d.detected_text == "Hello."
+    flagged = Dialogue.from_dict([{"role": "user", "content": "Q", "detect": True},
+                                  {"role": "assistant", "content": "A"}])
+    assert flagged.detected_text == "Q" and flagged.label == "skip"
+    assert Dialogue.from_dict(d.to_dict()) == d  # round trip
+    assert Dialogue.from_dict({"messages": [["user", "Hi", False], ["assistant", "Yo", True]], "label": "deceptive"})
+    with pytest.raises(InputError, match="'role' and 'content'"):
+        Dialogue.from_dict({"messages": [{"role": "user", "text": "Hi"}]})
+    with pytest.raises(InputError, match=r"'role' of message 0 .* must be one of \['system', 'user', 'assistant'\]. "
+                                         "Got 'tool'"):
+        Dialogue.from_dict({"messages": [{"role": "tool", "content": "{}"}]})
+    with pytest.raises(InputError, match="'detect' flag"):
+        Dialogue.from_dict({"messages": [{"role": "assistant", "content": "x", "detect": "yes"}]})
+    with pytest.raises(InputError, match="'label' of a Dialogue"):
+        Dialogue.from_dict({"messages": [{"role": "assistant", "content": "x"}], "label": "Deceptive"})
+
+
+def test_load_dialogues_json_and_jsonl(tmp_path):
+    rows = [d.to_dict() for d in instructed_pairs(3)]
+    (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (tmp_path / "b.json").write_text(json.dumps({"dialogues": rows}))
+    (tmp_path / "c.json").write_text(json.dumps(rows))
+    ref = instructed_pairs(3)
+    for name in ("a.jsonl", "b.json", "c.json"):
+        got = load_dialogues(tmp_path / name)
+        assert got == ref and [d.meta for d in got] == [d.meta for d in ref]
+    (tmp_path / "bad.jsonl").write_text(json.dumps(rows[0]) + "\n{oops\n")
+    with pytest.raises(InputError, match="bad.jsonl line 2"):
+        load_dialogues(tmp_path / "bad.jsonl")
+    (tmp_path / "bad2.jsonl").write_text(json.dumps({"messages": [{"role": "bot", "content": "x"}]}) + "\n")
+    with pytest.raises(InputError, match="bad2.jsonl line 1"):
+        load_dialogues(tmp_path / "bad2.jsonl")
+    with pytest.raises(AssetNotFoundError):
+        load_dialogues(tmp_path / "missing.json")
+
+
+def test_split_dialogues_groups_and_reproduces_the_experiment_split():
+    ds = instructed_pairs(50)
+    tr, va, te = split_dialogues(ds, random_state=3)
+    assert len(tr) + len(va) + len(te) == 100
+    pairs = [{ds[i].meta["pair"] for i in part} for part in (tr, va, te)]
+    assert not (pairs[0] & pairs[1]) and not (pairs[0] & pairs[2]) and not (pairs[1] & pairs[2])
+    perm = np.random.default_rng(3).permutation(50)  # the rule: permute pairs, cut at 60 % and 80 %
+    assert set(pairs[0]) == set(perm[:30].tolist()) and set(pairs[2]) == set(perm[40:].tolist())
+    ctl = control(20)
+    a, b = split_dialogues(ctl, (0.5, 0.5), groups=[f"p{i // 2}" for i in range(20)])
+    assert len(a) == len(b) == 10 and not {i // 2 for i in a} & {i // 2 for i in b}
+    with pytest.raises(InputError, match="groups"):
+        split_dialogues(ctl, (0.5, 0.5), groups=[1, 2])
+    with pytest.raises(Exception, match="fractions"):
+        split_dialogues(ctl, (0.7, 0.7))
+
+
+def test_persona_statements_are_true_false_twins():
+    ds = persona_statements(5)
+    assert len(ds) == 20
+    assert {(d.meta["persona"], d.meta["true"]) for d in ds[:4]} == {("honest", True), ("honest", False),
+                                                                     ("dishonest", True), ("dishonest", False)}
+    facts = {d.messages[1].content.split(" ", 1)[0] for d in ds}
+    assert facts and all(d.messages[1].detect for d in ds)
+    assert ds[0].messages[1].content != ds[1].messages[1].content and ds[0].meta["fact"] >= 0
+
+
+def test_activation_cache_on_disk_is_keyed_and_reused(tmp_path):
+    from trustlab.llm import tiny_random_llama
+
+    model, tk = tiny_random_llama(0)
+    ds = instructed_pairs(4)
+    ex = ActivationExtractor(model, tk, layers=[1, 2], cache_dir=tmp_path)
+    a = ex(ds)
+    assert ex.last_hits == {1: False, 2: False} and len(list((tmp_path / "activations").iterdir())) == 2
+    b = ActivationExtractor(model, tk, layers=[2, 1], cache_dir=tmp_path)(ds)  # a second script
+    for layer in (1, 2):
+        assert np.array_equal(a.acts[layer], b.acts[layer])
+    ex3 = ActivationExtractor(model, tk, layers=[0, 2], cache_dir=tmp_path)
+    c = ex3(ds)
+    assert ex3.last_hits == {0: False, 2: True} and np.array_equal(c.acts[2], a.acts[2])
+    other, _ = tiny_random_llama(1)  # another model: never a stale hit
+    ex4 = ActivationExtractor(other, tk, layers=[1], cache_dir=tmp_path)
+    d = ex4(ds)
+    assert ex4.last_hits == {1: False} and not np.array_equal(d.acts[1], a.acts[1])
+    ex5 = ActivationExtractor(model, tk, layers=[1], cache_dir=tmp_path)
+    ex5(instructed_pairs(5))  # other dialogues: a new entry
+    assert ex5.last_hits == {1: False}
+    no_cache = ActivationExtractor(model, tk, layers=[1])
+    no_cache(ds)
+    assert len(list((tmp_path / "activations").iterdir())) == 5  # nothing new without cache_dir
+    with pytest.raises(InputError, match="cache_dir"):
+        ActivationExtractor(model, tk, layers=[1], cache_dir=3)
+
+
+def test_experiment_declares_quick_passes_and_config_scale_notes():
+    from trustlab.experiments import deception as exp
+
+    ids = {c.id for c in exp.CLAIMS}
+    assert set(exp.QUICK_EXPECTED_PASS) <= ids and "C5" in ids
+    quick = exp.Config.quick().to_dict()
+    assert "20 test pairs" in next(c for c in exp.CLAIMS if c.id == "C1").note_for(quick)
+    assert "180 benign prompts" in next(c for c in exp.CLAIMS if c.id == "C3a").note_for(exp.Config().to_dict())
+
+
+def test_tokenizer_without_chat_template_is_refused_clearly():
+    class _Base(_FakeTok):
+        chat_template = None
+
+    with pytest.raises(InputError, match="no chat template"):
+        tokenize_dialogues(_Base(), instructed_pairs(1))

@@ -262,3 +262,62 @@ def test_smollm2_does_icl_at_five_shots(smollm2):
     acc5 = ih.first_token_accuracy(model, [p.text for p in few], targets, tokenizer=tok)
     acc0 = ih.first_token_accuracy(model, zero, targets, tokenizer=tok)
     assert acc5 >= 0.5 and acc5 > acc0 + 0.2
+
+
+# -- issue 31 item 4: task leakage and user tasks --------------------------------------------------------------------
+def test_check_disjoint_flags_shared_inputs_and_outputs():
+    countries = [("France", "Paris", "French"), ("Japan", "Tokyo", "Japanese"), ("Peru", "Lima", "Spanish"),
+                 ("Kenya", "Nairobi", "Swahili"), ("Italy", "Rome", "Italian")]
+    capital = ih.make_task("country_to_capital", [(c, cap) for c, cap, _ in countries])
+    language = ih.make_task("country_to_language", [(c, lang) for c, _, lang in countries])
+    with pytest.raises(InputError, match=r"'country_to_language' leaks into .*'country_to_capital': 100% shared inputs"):
+        ih.check_disjoint([capital], [language])
+    same_out = ih.make_task("city_quiz", [(f"Q{i}", cap) for i, (_, cap, _) in enumerate(countries)])
+    with pytest.raises(InputError, match="shared outputs"):
+        ih.check_disjoint([capital], [same_out])
+    shifted = ih.make_task("other", [("France", "Paris"), ("a", "b"), ("c", "d"), ("e", "f"), ("g", "h"), ("i", "j"),
+                                     ("k", "l"), ("m", "n"), ("o", "p"), ("q", "r")])
+    with pytest.raises(InputError, match="identical pair"):
+        ih.check_disjoint([capital], [shifted])
+    unrelated = ih.make_task("letters", [("apple", "a"), ("pear", "p"), ("plum", "p")])
+    ih.check_disjoint([capital], [unrelated])  # nothing shared
+    ih.check_disjoint(list(ih.FV_TASKS), list(ih.EVAL_TASKS))  # the shipped split passes (<= 14 % shared inputs)
+
+
+def test_user_task_from_pairs_and_json_file(tmp_path):
+    import json
+
+    pairs = [{"input": "one", "output": "1"}, {"input": "two", "output": "2"}, {"input": "three", "output": "3"}]
+    (tmp_path / "numbers.json").write_text(json.dumps(pairs))
+    (tmp_path / "wrapped.json").write_text(json.dumps({"pairs": pairs}))
+    a = ih.make_task("numbers", pairs)
+    assert ih.make_task("numbers", tmp_path / "numbers.json") == a == ih.load_task(tmp_path / "numbers.json")
+    assert ih.load_task(str(tmp_path / "wrapped.json")).pairs == a.pairs
+    assert len(ih.build_prompts(ih.load_task(tmp_path / "numbers.json"), 2, 1)) == 2
+    (tmp_path / "bad.json").write_text("{oops")
+    with pytest.raises(InputError, match="not valid JSON"):
+        ih.make_task("bad", tmp_path / "bad.json")
+    with pytest.raises(Exception, match="does not exist"):
+        ih.load_task(tmp_path / "missing.json")
+
+
+# -- issue 15 regression ---------------------------------------------------------------------------------------------
+def test_regression_first_token_accuracy_refuses_ids_outside_the_vocabulary(tiny):
+    model, tok = tiny
+    with pytest.raises(InputError, match=r"token ids in \[0, 49151\].*Got 10000000"):
+        ih.first_token_accuracy(model, ["a"], [10**7], tokenizer=tok)
+    with pytest.raises(InputError, match="vocabulary"):
+        ih.PreparedPrompts(model, ["Q: a\nA:"], [-1], tokenizer=tok)
+    with pytest.raises(InputError, match="The 'targets' argument of first_token_accuracy"):
+        ih.first_token_accuracy(model, ["a"], [0.5], tokenizer=tok)
+
+
+def test_experiment_quick_tasks_by_rule_and_scale_notes_from_config():
+    from trustlab.experiments import iclheads as exp
+
+    q = exp.Config.quick()
+    assert q.fv_tasks == ih.FV_TASKS[:2] and q.eval_tasks == ("capitalize", "choose_first_of_3")  # first of each kind
+    assert set(exp.QUICK_EXPECTED_PASS) <= {c.id for c in exp.CLAIMS}
+    notes = {c.id: c.note_for(q.to_dict()) for c in exp.CLAIMS}
+    assert "2 held-out tasks x 16 5-shot prompts" in notes["C3"] and "2 held-out tasks" in notes["C2b"]
+    assert "2 FV tasks x 4 corrupted" in notes["C2a"]

@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.base import PaperInfo
-from trustlab.experiments.base import Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.methods.iclheads import PAPER as PAPER
 from trustlab.results.result import Result
 
-PAPER = PaperInfo(title="Which Attention Heads Matter for In-Context Learning?", arxiv="2502.14010",
-                  repo="https://github.com/kayoyin/icl-heads")
 TITLE = "Induction heads vs function-vector heads for in-context learning (SmolLM2-135M)"
 EXTRAS: tuple[str, ...] = ("llm",)
+#: claims that PASS in quick mode (measured; a regression in one of them fails tests/test_reproduce.py)
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("C1", "C2a", "C2b", "C3", "C4")
 
 _FV = ("antonym", "country_capital", "english_french", "present_past", "singular_plural")
 _EVAL = ("capitalize", "first_letter", "next_item", "choose_first_of_3", "choose_last_of_3")
@@ -52,10 +52,14 @@ class Config(ExperimentConfig):
 
     @classmethod
     def quick(cls) -> Config:
-        # two FV tasks and the two held-out tasks with the highest 5-shot accuracy (few prompts need a clear signal)
-        return cls(n_induction_seqs=8, fv_tasks=("antonym", "country_capital"),
-                   eval_tasks=("capitalize", "choose_last_of_3"), n_mean=10, n_trials=4, n_eval=16, fractions=(0.05,),
-                   excl_fractions=(0.05,), attribution=False, zero_ablation=False)
+        """Tasks by a fixed rule that never looks at accuracy: the first two FV tasks, and the first held-out
+        task of each kind (programmatic, extractive) in ``EVAL_TASKS`` order."""
+        kinds = {"capitalize": "programmatic", "first_letter": "programmatic", "next_item": "programmatic",
+                 "choose_first_of_3": "extractive", "choose_last_of_3": "extractive"}
+        first_of_kind = tuple(dict.fromkeys(kinds[t] for t in _EVAL))
+        eval_tasks = tuple(next(t for t in _EVAL if kinds[t] == k) for k in first_of_kind)
+        return cls(n_induction_seqs=8, fv_tasks=_FV[:2], eval_tasks=eval_tasks, n_mean=10, n_trials=4, n_eval=16,
+                   fractions=(0.05,), excl_fractions=(0.05,), attribution=False, zero_ablation=False)
 
     @classmethod
     def paper(cls) -> Config:
@@ -83,56 +87,64 @@ def run(cfg: Config, ctx: RunContext) -> Result:
 
     import torch
 
+    from trustlab.core.threads import limit_threads
     from trustlab.llm import dims, load_model
     from trustlab.methods import iclheads as ih
 
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
-    res = Result("iclheads", "", cfg.to_dict())
-    seed = cfg.seeds[0]
-    t0 = time.perf_counter()
-    model, tok = load_model(cfg.model, attn_implementation="eager")
-    d = dims(model)
-    L, H = d.n_layers, d.n_heads
-    timing = {"load": time.perf_counter() - t0}
-    ih.check_disjoint(list(cfg.fv_tasks), list(cfg.eval_tasks))
+    with limit_threads(max(1, min(2, torch.get_num_threads()))):
+        res = Result("iclheads", "", cfg.to_dict())
+        t0 = time.perf_counter()
+        model, tok = load_model(cfg.model, attn_implementation="eager")
+        st = {"model": model, "tok": tok, "seed": cfg.seeds[0], "timing": {"load": time.perf_counter() - t0}}
+        st["L"], st["H"] = dims(model).n_layers, dims(model).n_heads
+        ih.check_disjoint(list(cfg.fv_tasks), list(cfg.eval_tasks))
+        res.summary["single_token_fraction"] = {t: ih.single_token_fraction(tok, ih.load_task(t))
+                                                for t in (*cfg.fv_tasks, *cfg.eval_tasks)}
+        _head_scores(cfg, ctx, res, st)
+        sets = _head_sets(cfg, res, st)
+        _ablation(cfg, ctx, res, st, sets)
+        _steering(cfg, ctx, res, st, sets)
+        res.summary["timing_s"] = st["timing"]
+    return res
 
-    # -- data checks -------------------------------------------------------------------------------
-    single = {t: ih.single_token_fraction(tok, ih.load_task(t)) for t in (*cfg.fv_tasks, *cfg.eval_tasks)}
-    res.summary["single_token_fraction"] = single
 
-    # -- (1) induction scores ------------------------------------------------------------------------
+def _timed(st: dict[str, Any], name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    import time
+
     t = time.perf_counter()
-    ind = ih.induction_scores(model, cfg.n_induction_seqs, cfg.seq_len, random_state=seed)
+    out = fn(*args, **kwargs)
+    st["timing"][name] = time.perf_counter() - t
+    return out
+
+
+def _head_scores(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any]) -> None:
+    """(1) induction scores and (2a) FV scores (exact CIE; the attribution approximation beside it)."""
+    from trustlab.methods import iclheads as ih
+
+    model, seed, L, H = st["model"], st["seed"], st["L"], st["H"]
+    ind = _timed(st, "induction", ih.induction_scores, model, cfg.n_induction_seqs, cfg.seq_len, random_state=seed)
     ind_tl = ih.induction_scores(model, max(2, cfg.n_induction_seqs // 4), cfg.seq_len, variant="tl",
                                  random_state=seed)
-    timing["induction"] = time.perf_counter() - t
     ctx.check_budget("induction scores")
-
-    # -- (2a) FV scores --------------------------------------------------------------------------------
-    t = time.perf_counter()
-    fv = ih.fv_scores(model, list(cfg.fv_tasks), n_mean=cfg.n_mean, n_trials=cfg.n_trials, n_shots=cfg.n_shots,
-                      held_out=list(cfg.eval_tasks), random_state=seed, progress=ctx.progress)
-    timing["fv_exact"] = time.perf_counter() - t
+    kw = {"n_mean": cfg.n_mean, "n_trials": cfg.n_trials, "n_shots": cfg.n_shots, "held_out": list(cfg.eval_tasks),
+          "random_state": seed}
+    fv = _timed(st, "fv_exact", ih.fv_scores, model, list(cfg.fv_tasks), progress=ctx.progress, **kw)
     ctx.check_budget("FV scores")
     cie = fv.scores
     if cfg.attribution:
         from scipy.stats import spearmanr
 
-        t = time.perf_counter()
-        fa = ih.fv_scores(model, list(cfg.fv_tasks), n_mean=cfg.n_mean, n_trials=cfg.n_trials, n_shots=cfg.n_shots,
-                          method="attribution", held_out=list(cfg.eval_tasks), task_means=fv.task_means,
-                          random_state=seed)
-        timing["fv_attribution"] = time.perf_counter() - t
+        fa = _timed(st, "fv_attribution", ih.fv_scores, model, list(cfg.fv_tasks), method="attribution",
+                    task_means=fv.task_means, **kw)
         res.summary["attribution_spearman"] = float(spearmanr(cie.ravel(), fa.scores.ravel())[0])
         top = set(np.argsort(-cie.ravel())[:13].tolist())
         res.summary["attribution_top13_overlap"] = len(top & set(np.argsort(-fa.scores.ravel())[:13].tolist())) / 13
         ctx.check_budget("attribution")
     for layer in range(L):
         for h in range(H):
-            res.add(method="head_scores", dataset=cfg.model, seed=seed, metric="induction_score",
-                    value=float(ind[layer, h]), layer=layer, head=h)
-            res.add(method="head_scores", dataset=cfg.model, seed=seed, metric="fv_score",
-                    value=float(cie[layer, h]), layer=layer, head=h)
+            for metric, v in (("induction_score", ind[layer, h]), ("fv_score", cie[layer, h])):
+                res.add(method="head_scores", dataset=cfg.model, seed=seed, metric=metric, value=float(v),
+                        layer=layer, head=h)
     flat = np.sort(ind.ravel())[::-1]
     res.summary.update(
         induction=ind.tolist(), fv=cie.tolist(), induction_tl=ind_tl.tolist(),
@@ -144,49 +156,58 @@ def run(cfg: Config, ctx: RunContext) -> Result:
         top_induction=[(int(i // H), int(i % H), float(ind.ravel()[i])) for i in np.argsort(-ind.ravel())[:10]],
         top_fv=[(int(i // H), int(i % H), float(cie.ravel()[i])) for i in np.argsort(-cie.ravel())[:10]],
     )
+    st["ind"], st["fv"] = ind, fv
 
-    # -- head sets ---------------------------------------------------------------------------------
-    ex = cfg.exclude_size
+
+def _head_sets(cfg: Config, res: Result, st: dict[str, Any]) -> dict[tuple[str, float, int], list[tuple[int, int]]]:
+    """Top FV / induction heads per fraction, random draws, and the sets with exclusion; (4) their Jaccard."""
+    from trustlab.methods import iclheads as ih
+
+    ind, cie, seed, shape = st["ind"], st["fv"].scores, st["seed"], (st["L"], st["H"])
     sets: dict[tuple[str, float, int], list[tuple[int, int]]] = {}
     for f in cfg.fractions:
         sets[("fv", f, 0)] = ih.select_heads(cie, f)
         sets[("induction", f, 0)] = ih.select_heads(ind, f)
-        draws = cfg.n_random if f == cfg.main_fraction else 1
-        for r in range(draws):
-            sets[("random", f, r)] = ih.select_heads(ih.random_scores((L, H), seed * 1000 + r), f)
+        for r in range(cfg.n_random if f == cfg.main_fraction else 1):
+            sets[("random", f, r)] = ih.select_heads(ih.random_scores(shape, seed * 1000 + r), f)
     for f in cfg.excl_fractions:
-        sets[("fv_excl_induction", f, 0)] = ih.select_heads(cie, f, exclude_scores=ind, exclude_size=ex)
-        sets[("induction_excl_fv", f, 0)] = ih.select_heads(ind, f, exclude_scores=cie, exclude_size=ex)
+        sets[("fv_excl_induction", f, 0)] = ih.select_heads(cie, f, exclude_scores=ind, exclude_size=cfg.exclude_size)
+        sets[("induction_excl_fv", f, 0)] = ih.select_heads(ind, f, exclude_scores=cie, exclude_size=cfg.exclude_size)
     mf = cfg.main_fraction
     res.summary["jaccard_top5pct"] = ih.jaccard(sets[("fv", mf, 0)], sets[("induction", mf, 0)])
     res.summary["head_sets"] = {f"{k[0]}@{k[1]}#{k[2]}": v for k, v in sets.items()}
+    return sets
 
-    # -- (3) ablation on held-out tasks --------------------------------------------------------------
+
+def _ablation(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], sets: dict) -> None:
+    """(3) mean-ablate each head set on 5-shot prompts of the held-out tasks; drops against the clean accuracy."""
+    import time
+
+    from trustlab.methods import iclheads as ih
+
+    model, tok, seed, mf = st["model"], st["tok"], st["seed"], cfg.main_fraction
     t = time.perf_counter()
-    means = fv.mean_activations
     drops: dict[str, dict[tuple[str, float, int], float]] = {}
     clean_acc = {}
+    conds = list(sets.items()) + ([(("fv_zero", mf, 0), sets[("fv", mf, 0)])] if cfg.zero_ablation else [])
     for ti, name in enumerate(ctx.progress(cfg.eval_tasks, desc="ablation")):
         train, test = ih.load_task(name).split(0.4, seed=seed)
-        prompts = ih.build_prompts(train, cfg.n_eval, cfg.n_shots, queries=test, random_state=[seed, ti])
+        prompts = ih.build_prompts(train, cfg.n_eval, cfg.n_shots, queries=test,
+                                   random_state=np.random.default_rng([seed, ti]))
         pp = ih.PreparedPrompts(model, [p.text for p in prompts], [ih.target_token(tok, p.answer) for p in prompts],
                                 tokenizer=tok)
-        acc0 = pp.accuracy()
-        clean_acc[name] = acc0
+        clean_acc[name] = acc0 = pp.accuracy()
         res.add(method="clean", dataset=name, seed=seed, metric="accuracy", value=acc0, fraction=0.0, draw=0)
         drops[name] = {}
-        conds = list(sets.items())
-        if cfg.zero_ablation:
-            conds.append((("fv_zero", mf, 0), sets[("fv", mf, 0)]))
         for key, heads in conds:
-            kind = "zero" if key[0] == "fv_zero" else "mean"
-            with ih.HeadAblation(heads=heads, kind=kind).apply(model, means=means):
+            with ih.HeadAblation(heads=heads, kind="zero" if key[0] == "fv_zero" else "mean").apply(
+                    model, means=st["fv"].mean_activations):
                 acc = pp.accuracy()
             drops[name][key] = acc0 - acc
             res.add(method=key[0], dataset=name, seed=seed, metric="accuracy", value=acc, fraction=key[1],
                     draw=key[2], n_heads=len(heads))
         ctx.check_budget(f"ablation {name}")
-    timing["ablation"] = time.perf_counter() - t
+    st["timing"]["ablation"] = time.perf_counter() - t
 
     def mean_drop(kind: str, f: float) -> float:
         keys = [k for k in sets if k[0] == kind and k[1] == f] or [(kind, f, 0)]
@@ -201,86 +222,108 @@ def run(cfg: Config, ctx: RunContext) -> Result:
     if mf in cfg.excl_fractions:
         res.summary["exclusion_gap"] = mean_drop("fv_excl_induction", mf) - mean_drop("induction_excl_fv", mf)
 
-    # -- (2b) function-vector steering on zero-shot held-out prompts ----------------------------------
+
+def _steering(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], sets: dict) -> None:
+    """(2b) zero-shot accuracy with the top FV heads' function vector vs random-head vectors at layer L/3."""
+    import time
+
+    from trustlab.methods import iclheads as ih
+
+    model, tok, seed, L, H = st["model"], st["tok"], st["seed"], st["L"], st["H"]
     t = time.perf_counter()
-    k_heads = sets.get(("fv", cfg.steer_fraction, 0)) or ih.select_heads(cie, cfg.steer_fraction)
+    k_heads = sets.get(("fv", cfg.steer_fraction, 0)) or ih.select_heads(st["fv"].scores, cfg.steer_fraction)
     layer = L // 3
     steer = {}
     for ti, name in enumerate(ctx.progress(cfg.eval_tasks, desc="steering")):
         train, test = ih.load_task(name).split(0.4, seed=seed)
         m_task = ih.mean_head_activations(model, train, n_mean=cfg.n_mean, n_shots=cfg.n_shots,
-                                          random_state=[seed, ti, 7], tokenizer=tok)
-        acc0 = ih.steered_accuracy(model, test, None, layer=layer, tokenizer=tok)
-        acc_fv = ih.steered_accuracy(model, test, ih.function_vector(model, k_heads, m_task), layer=layer, tokenizer=tok)
-        acc_r = []
-        for r in range(cfg.n_random):
-            rh = ih.select_heads(ih.random_scores((L, H), seed * 1000 + 500 + r), len(k_heads))
-            acc_r.append(ih.steered_accuracy(model, test, ih.function_vector(model, rh, m_task), layer=layer,
-                                             tokenizer=tok))
+                                          random_state=np.random.default_rng([seed, ti, 7]), tokenizer=tok)
+
+        def acc(heads: Any, m_task: Any = m_task, test: Any = test) -> float:
+            fv = None if heads is None else ih.function_vector(model, heads, m_task)
+            return ih.steered_accuracy(model, test, fv, layer=layer, tokenizer=tok)
+
+        acc0, acc_fv = acc(None), acc(k_heads)
+        acc_r = [acc(ih.select_heads(ih.random_scores((L, H), seed * 1000 + 500 + r), len(k_heads)))
+                 for r in range(cfg.n_random)]
         for meth, v in (("zero_shot", acc0), ("fv_heads", acc_fv), *[("random_heads", a) for a in acc_r]):
             res.add(method=meth, dataset=name, seed=seed, metric="zero_shot_accuracy", value=v, layer=layer)
         steer[name] = {"none": acc0, "fv": acc_fv, "random": float(np.mean(acc_r)),
-                       "advantage": (acc_fv - acc0) - (float(np.mean(acc_r)) - acc0)}
+                       "advantage": (acc_fv - acc0) - (float(np.mean(acc_r)) - acc0), "n_queries": len(test)}
         ctx.check_budget(f"steering {name}")
-    timing["steering"] = time.perf_counter() - t
+    st["timing"]["steering"] = time.perf_counter() - t
     res.summary["steering"] = steer
     res.summary["steering_tasks_ge_15pt"] = int(sum(s["advantage"] >= 0.15 for s in steer.values()))
     res.summary["steering_layer"] = layer
-    res.summary["timing_s"] = timing
-    return res
 
 
 # -- claims -------------------------------------------------------------------------------------------
-def _c1(r: Result) -> tuple[Any, ...]:
+def _c1(r: Result) -> CheckResult:
     s = r.summary
     ratio = s["induction_top5_mean"] / max(s["induction_median"], 1e-12)
     ok = s["n_induction_ge_04"] >= 3 and ratio >= 10
-    return ok, {"n_heads_ge_0.4": s["n_induction_ge_04"], "top5_over_median": round(ratio, 1)}, \
-        {"n_heads": 3, "ratio": 10}, {"median": s["induction_median"]}
+    return CheckResult(ok, f"{s['n_induction_ge_04']} heads; top-5 mean {ratio:.0f}x median", ">= 3 heads and >= 10x",
+                       baseline=f"median {s['induction_median']:.2g}", detail=f"top-5 mean {s['induction_top5_mean']:.3f}")
 
 
-def _c2a(r: Result) -> tuple[Any, ...]:
+def _c2a(r: Result) -> CheckResult:
     s = r.summary
     ratio = s["fv_top5_mean"] / max(s["fv_median_abs"], 1e-30)
     sane = s["fv_finite"] and s["fv_min_heads_changed"] > 0
-    return bool(sane and ratio >= 5), round(ratio, 1), 5.0, {"median_abs_cie": s["fv_median_abs"]}
+    return CheckResult(bool(sane and ratio >= 5), round(ratio, 1), ">= 5", unit="x median |CIE|",
+                       baseline=f"median |CIE| {s['fv_median_abs']:.2g}",
+                       detail=f"top-5 mean CIE {s['fv_top5_mean']:.3f}; fewest heads changed by a patch "
+                       f"{s['fv_min_heads_changed']}")
 
 
-def _c2b(r: Result) -> tuple[Any, ...]:
+def _c2b(r: Result) -> CheckResult:
     s = r.summary
-    adv = {k: round(v["advantage"], 3) for k, v in s["steering"].items()}
-    return s["steering_tasks_ge_15pt"] >= 2, s["steering_tasks_ge_15pt"], 2, {"advantage_per_task": adv}
+    adv = ", ".join(f"{k} {100 * v['advantage']:+.0f}" for k, v in s["steering"].items())
+    rnd = np.mean([v["random"] for v in s["steering"].values()])
+    return CheckResult(s["steering_tasks_ge_15pt"] >= 2, s["steering_tasks_ge_15pt"], ">= 2", unit="tasks",
+                       baseline=f"random heads: accuracy {rnd:.2f}",
+                       detail=f"advantage over random heads (points): {adv}")
 
 
-def _c3(r: Result) -> tuple[Any, ...]:
+def _c3(r: Result) -> CheckResult:
     s = r.summary
     mf = r.config["main_fraction"]
-    return s["drop_fv_minus_random"] >= 0.10, round(s["drop_fv_minus_random"], 3), 0.10, \
-        {"drop_random": round(s["drop"][f"random@{mf}"], 3), "drop_fv": round(s["drop"][f"fv@{mf}"], 3)}
+    return CheckResult(s["drop_fv_minus_random"] >= 0.10, round(100 * s["drop_fv_minus_random"], 1), ">= 10",
+                       unit="points", baseline=f"random drop {100 * s['drop'][f'random@{mf}']:.1f}",
+                       detail=f"FV-head drop {100 * s['drop'][f'fv@{mf}']:.1f} points")
 
 
-def _c4(r: Result) -> tuple[Any, ...]:
+def _c4(r: Result) -> CheckResult:
     j = r.summary["jaccard_top5pct"]
-    return j <= 0.5, round(j, 3), 0.5
+    return CheckResult(j <= 0.5, round(j, 3), "<= 0.5", unit="Jaccard")
 
 
-def _c5(r: Result) -> tuple[Any, ...]:
+def _c5(r: Result) -> CheckResult:
     g = r.summary.get("exclusion_gap")
-    return None, None if g is None else round(g, 3), "report only (paper: small in its smallest models)"
+    return CheckResult(None, None if g is None else round(100 * g, 1), "report only (paper: small in its smallest "
+                       "models)", unit="points")
+
+
+def _tasks_note(c: dict[str, Any]) -> str:
+    return f"{len(c['fv_tasks'])} FV tasks x {c['n_trials']} corrupted {c['n_shots']}-shot prompts, {c['n_mean']} " \
+           "mean prompts per task (paper: 37 tasks x 100 prompts, 10-shot)"
 
 
 CLAIMS = [
-    Claim("C1", ">= 3 heads with classic induction score >= 0.4 and top-5 mean >= 10x the median head", _c1),
+    Claim("C1", ">= 3 heads with classic induction score >= 0.4 and top-5 mean >= 10x the median head", _c1,
+          scale_note=lambda c: f"{c['n_induction_seqs']} random sequences of {c['seq_len']} tokens, repeated "
+          "(official: 1000)"),
     Claim("C2a", "FV heads are causal: mean CIE of the top-5 FV heads >= 5x the median |CIE| (patches verified "
-          "to change the logits)", _c2a,
-          scale_note="5 FV tasks x 10 corrupted 5-shot prompts (paper: 37 tasks x 100 prompts, 10-shot)"),
+          "to change the logits)", _c2a, scale_note=_tasks_note),
     Claim("C2b", "The top-5 % FV-head function vector (layer L/3) raises zero-shot first-token accuracy on >= 2 "
-          "held-out tasks by >= 15 points more than a random-head vector (3 draws)", _c2b,
-          scale_note="20 zero-shot test queries per task; quick mode uses 2 tasks and 8 mean prompts"),
+          "held-out tasks by >= 15 points more than a random-head vector", _c2b,
+          scale_note=lambda c: f"{len(c['eval_tasks'])} held-out tasks ({', '.join(c['eval_tasks'])}), 40 % of each "
+          f"task's pairs as zero-shot test queries; task vectors from {c['n_mean']} {c['n_shots']}-shot prompts; "
+          f"{c['n_random']} random-head draws"),
     Claim("C3", "Mean-ablating the top 5 % FV heads lowers 5-shot held-out accuracy by >= 10 points more than "
-          "ablating 5 % random heads (3 draws)", _c3,
-          scale_note="5 held-out tasks x 25 prompts (quick: 2 x 12); first-token accuracy, last-position mean "
-          "ablation as in the official code"),
+          "ablating 5 % random heads", _c3,
+          scale_note=lambda c: f"{len(c['eval_tasks'])} held-out tasks x {c['n_eval']} {c['n_shots']}-shot prompts, "
+          f"{c['n_random']} random draws; first-token accuracy, last-position mean ablation as in the official code"),
     Claim("C4", "Induction and FV heads are distinct: Jaccard(top-5 % induction, top-5 % FV) <= 0.5", _c4),
     Claim("C5", "Key contrast with exclusion (report only): drop(FV minus top-2 % induction) - drop(induction "
           "minus top-2 % FV) at 5 %", _c5,
@@ -289,12 +332,17 @@ CLAIMS = [
 
 
 # -- plots ---------------------------------------------------------------------------------------------
-def _heat(mat: Any, title: str, cmap: str) -> Any:
+def _heat(mat: Any, title: str, signed: bool) -> Any:
+    """A layer x head heat map; signed quantities use a diverging map centred at zero."""
     from trustlab.results.plots import new_figure
 
     a = np.asarray(mat, dtype=float)
     fig, ax = new_figure(4.2, 5.2)
-    im = ax.imshow(a, aspect="auto", cmap=cmap, origin="lower")
+    if signed:
+        vmax = float(np.nanmax(np.abs(a))) or 1.0
+        im = ax.imshow(a, aspect="auto", cmap="RdBu_r", vmin=-vmax, vmax=vmax, origin="lower")
+    else:
+        im = ax.imshow(a, aspect="auto", cmap="viridis", origin="lower")
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     ax.set_title(title, fontsize=9)
@@ -306,14 +354,34 @@ def PLOTS(result: Result) -> dict[str, Any]:
     from trustlab.results.plots import new_figure
 
     s = result.summary
-    out = {"induction_heatmap": _heat(s["induction"], "classic induction score", "viridis"),
-           "fv_heatmap": _heat(s["fv"], "FV score (mean CIE)", "magma")}
+    out = {"induction_heatmap": _heat(s["induction"], "classic induction score", signed=False),
+           "fv_heatmap": _heat(s["fv"], "FV score (mean CIE; red > 0 > blue)", signed=True)}
     fig, ax = new_figure(4.5, 3.6)
     ax.scatter(np.ravel(s["induction"]), np.ravel(s["fv"]), s=8, alpha=0.7)
+    ax.axhline(0.0, color="grey", lw=0.6)
     ax.set_xlabel("induction score")
     ax.set_ylabel("FV score (CIE)")
     ax.set_title("per-head scores", fontsize=9)
     out["score_scatter"] = fig
+    out["ablation_curves"] = _ablation_plot(result)
+    steer = s.get("steering", {})
+    if steer:
+        fig, ax = new_figure(6.0, 3.4)
+        names = list(steer)
+        x = np.arange(len(names))
+        for j, key in enumerate(("none", "random", "fv")):
+            ax.bar(x + (j - 1) * 0.27, [steer[n][key] for n in names], 0.27, label=key)
+        ax.set_xticks(x, names, rotation=20, ha="right", fontsize=7)
+        ax.set_ylabel("zero-shot first-token accuracy")
+        ax.set_title(f"function-vector steering at layer {s.get('steering_layer')}", fontsize=9)
+        ax.legend(fontsize=7)
+        out["steering"] = fig
+    return out
+
+
+def _ablation_plot(result: Result) -> Any:
+    from trustlab.results.plots import new_figure
+
     df = result.to_frame()
     acc = df[df["metric"] == "accuracy"]
     fig, ax = new_figure(6.0, 3.8)
@@ -329,17 +397,4 @@ def PLOTS(result: Result) -> dict[str, Any]:
     ax.set_ylabel("5-shot first-token accuracy")
     ax.set_title("held-out ICL accuracy vs ablation (mean over tasks)", fontsize=9)
     ax.legend(fontsize=7)
-    out["ablation_curves"] = fig
-    steer = s.get("steering", {})
-    if steer:
-        fig, ax = new_figure(6.0, 3.4)
-        names = list(steer)
-        x = np.arange(len(names))
-        for j, key in enumerate(("none", "random", "fv")):
-            ax.bar(x + (j - 1) * 0.27, [steer[n][key] for n in names], 0.27, label=key)
-        ax.set_xticks(x, names, rotation=20, ha="right", fontsize=7)
-        ax.set_ylabel("zero-shot first-token accuracy")
-        ax.set_title(f"function-vector steering at layer {s.get('steering_layer')}", fontsize=9)
-        ax.legend(fontsize=7)
-        out["steering"] = fig
-    return out
+    return fig

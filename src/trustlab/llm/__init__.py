@@ -32,6 +32,8 @@ _EXPORTS: dict[str, str] = {
     "tiny_random_llama": "loading",
     "cache_root": "_cache",
     "file_sha256": "_cache",
+    "cached_arrays": "_arraycache",
+    "model_fingerprint": "_arraycache",
     # sites
     "ARCHITECTURES": "sites",
     "ArchSpec": "sites",

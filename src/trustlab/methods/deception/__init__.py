@@ -17,14 +17,15 @@ METHODS.register("DeceptionProbe", "trustlab.methods.deception._probe:DeceptionP
 _LAZY = {
     "DeceptionProbe": "_probe", "DialogueActivations": "_probe", "PAPER": "_probe",
     "Message": "_dialogue", "Dialogue": "_dialogue", "LABELS": "_dialogue", "TokenizedDialogues": "_dialogue",
-    "tokenize_dialogues": "_dialogue", "render": "_dialogue",
-    "ActivationExtractor": "_extract", "layer_site": "_extract",
-    "Threshold": "_metrics", "threshold_at_fpr": "_metrics", "auroc": "_metrics", "recall_at_fpr": "_metrics",
-    "evaluate_scores": "_metrics",
+    "tokenize_dialogues": "_dialogue",
+    "load_dialogues": "_io", "split_dialogues": "_io",
+    "ActivationExtractor": "_extract",
+    "Threshold": "_metrics", "RecallAtFPR": "_metrics", "ScoreReport": "_metrics", "label_masks": "_metrics",
+    "threshold_at_fpr": "_metrics", "auroc": "_metrics", "recall_at_fpr": "_metrics", "evaluate_scores": "_metrics",
     "random_direction_probe": "_baselines", "shuffled_label_probe": "_baselines", "TextBaseline": "_baselines",
-    "layer_sweep": "_baselines", "binary": "_baselines",
+    "layer_sweep": "_baselines",
     "instructed_pairs": "_data", "roleplay": "_data", "sandbagging": "_data", "control": "_data",
-    "data_dir": "_data",
+    "persona_statements": "_data",
 }
 
 __all__ = sorted(_LAZY)

@@ -23,9 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Interval, Satisfies
 from trustlab.core.exceptions import InputError
 
-__all__ = ["LABELS", "Message", "Dialogue", "TokenizedDialogues", "tokenize_dialogues", "render"]
+__all__ = ["LABELS", "Message", "Dialogue", "TokenizedDialogues", "tokenize_dialogues"]
 
 LABELS = ("honest", "deceptive", "ambiguous", "skip")
 ROLES = ("system", "user", "assistant")
@@ -88,13 +90,71 @@ class Dialogue:
         return "\n".join(f"{r}: {c}" for r, c, _ in _merge(self.messages))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"messages": [[m.role, m.content, m.detect] for m in self.messages], "label": self.label,
-                "meta": dict(self.meta)}
+        """``{"messages": [{"role", "content", "detect"}, ...], "label", "meta"}`` (what :meth:`from_dict` reads)."""
+        return {"messages": [{"role": m.role, "content": m.content, "detect": m.detect} for m in self.messages],
+                "label": self.label, "meta": dict(self.meta)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Dialogue:
-        return cls(tuple(Message(r, c, bool(d)) for r, c, d in data["messages"]), data["label"],
-                   dict(data.get("meta", {})))
+    def from_dict(cls, data: Any, *, where: str = "") -> Dialogue:
+        """A Dialogue from the usual chat format.
+
+        ``data`` is ``{"messages": [...], "label": ..., "meta": {...}}`` (or just the list of messages).
+        Each message is ``{"role": "system"|"user"|"assistant", "content": str}`` with an optional
+        ``"detect": bool`` (extra keys such as ``"name"`` are ignored), or a ``[role, content, detect]``
+        list. When no message carries a ``detect`` flag, the last assistant message is detected (the
+        response under test). A missing label means ``"skip"`` (unlabelled: scored, left out of metrics).
+
+        Example
+        -------
+        >>> d = Dialogue.from_dict({"messages": [{"role": "user", "content": "Hi"},
+        ...                                      {"role": "assistant", "content": "Hello."}], "label": "honest"})
+        >>> d.detected_text
+        'Hello.'
+        """
+        at = f" ({where})" if where else ""
+        if isinstance(data, list):
+            data = {"messages": data}
+        if not isinstance(data, dict) or "messages" not in data:
+            raise InputError(f"A dialogue{at} must be a dict with a 'messages' list (or the list itself). "
+                             f"Got {_short(data)} instead.")
+        raw = data["messages"]
+        if not isinstance(raw, list) or not raw:
+            raise InputError(f"The 'messages' of a dialogue{at} must be a non-empty list. Got {_short(raw)} instead.")
+        parsed = [_parse_message(m, i, at) for i, m in enumerate(raw)]
+        if not any(flag is not None for _, _, flag in parsed):
+            last = max((i for i, (r, _, _) in enumerate(parsed) if r == "assistant"), default=None)
+            parsed = [(r, c, i == last) for i, (r, c, _) in enumerate(parsed)]
+        meta = data.get("meta", {})
+        if not isinstance(meta, dict):
+            raise InputError(f"The 'meta' of a dialogue{at} must be a dict. Got {_short(meta)} instead.")
+        return cls(tuple(Message(r, c, bool(f)) for r, c, f in parsed), data.get("label", "skip"), dict(meta))
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _parse_message(m: Any, i: int, at: str) -> tuple[str, str, bool | None]:
+    if isinstance(m, dict):
+        if "role" not in m or "content" not in m:
+            raise InputError(f"Message {i} of a dialogue{at} must have the keys 'role' and 'content' (and optionally "
+                             f"'detect'). Got the keys {sorted(m)} instead.")
+        role, content, flag = m["role"], m["content"], m.get("detect")
+    elif isinstance(m, list | tuple) and len(m) in (2, 3):
+        role, content, flag = m[0], m[1], (m[2] if len(m) == 3 else None)
+    else:
+        raise InputError(f"Message {i} of a dialogue{at} must be a {{'role': ..., 'content': ...}} dict or a "
+                         f"[role, content, detect] list. Got {_short(m)} instead.")
+    if role not in ROLES:
+        raise InputError(f"The 'role' of message {i} of a dialogue{at} must be one of {list(ROLES)}. "
+                         f"Got {_short(role)} instead.")
+    if not isinstance(content, str):
+        raise InputError(f"The 'content' of message {i} of a dialogue{at} must be a str. Got {_short(content)}.")
+    if flag is not None and not isinstance(flag, bool | np.bool_):
+        raise InputError(f"The 'detect' flag of message {i} of a dialogue{at} must be true or false. "
+                         f"Got {_short(flag)} instead.")
+    return role, content, None if flag is None else bool(flag)
 
 
 def _merge(messages: Sequence[Message]) -> list[tuple[str, str, list[tuple[int, int]]]]:
@@ -111,7 +171,7 @@ def _merge(messages: Sequence[Message]) -> list[tuple[str, str, list[tuple[int, 
     return out
 
 
-def render(tokenizer: Any, dialogue: Dialogue) -> tuple[str, list[tuple[int, int]]]:
+def _render(tokenizer: Any, dialogue: Dialogue) -> tuple[str, list[tuple[int, int]]]:
     """Render ``dialogue`` with the tokenizer's chat template; returns (text, detected char spans).
 
     The template may add boilerplate (SmolLM2 adds a default system prompt when there is none); message
@@ -119,6 +179,11 @@ def render(tokenizer: Any, dialogue: Dialogue) -> tuple[str, list[tuple[int, int
     """
     merged = _merge(dialogue.messages)
     chat = [{"role": r, "content": c} for r, c, _ in merged]
+    if getattr(tokenizer, "chat_template", "") is None:
+        raise InputError(
+            "The tokenizer has no chat template (a base model?), so dialogues cannot be rendered. Set "
+            "tokenizer.chat_template to a Jinja template (e.g. the instruct model's) before extracting."
+        )
     text = tokenizer.apply_chat_template(chat, tokenize=False)
     spans: list[tuple[int, int]] = []
     cursor = 0
@@ -150,6 +215,19 @@ class TokenizedDialogues:
         return np.array([int(m.sum()) for m in self.masks])
 
 
+def _is_padding(p: Any) -> bool:
+    return (isinstance(p, tuple | list) and len(p) == 2
+            and all(isinstance(v, int | np.integer) and not isinstance(v, bool) and v >= 0 for v in p))
+
+
+def _has_chat_template(tok: Any) -> bool:
+    return callable(getattr(tok, "apply_chat_template", None)) and callable(tok)
+
+
+@validate_args(tokenizer="no_validation", dialogues="no_validation",
+               padding=[Satisfies(_is_padding, "a pair of ints >= 0 (left, right)", [(1,), (-1, 0), "ab"],
+                                 valid=(0, 0))],
+               n_ctx=[None, Interval(int, 1, None)])
 def tokenize_dialogues(
     tokenizer: Any,
     dialogues: Iterable[Dialogue],
@@ -173,14 +251,16 @@ def tokenize_dialogues(
     >>> d = Dialogue([Message("user", "Hi"), Message("assistant", "Hello there.", detect=True)])
     >>> td = tokenize_dialogues(load_tokenizer(), [d])  # doctest: +SKIP
     """
-    if not (isinstance(padding, tuple | list) and len(padding) == 2
-            and all(isinstance(p, int | np.integer) and not isinstance(p, bool) and p >= 0 for p in padding)):
-        raise InputError(f"The 'padding' argument must be a pair of ints >= 0 (left, right). Got {padding!r}.")
+    if not _has_chat_template(tokenizer):
+        raise InputError("The 'tokenizer' argument of tokenize_dialogues must be a tokenizer with a chat template "
+                         f"(apply_chat_template). Got {type(tokenizer).__name__} instead.")
+    if isinstance(dialogues, Dialogue):
+        dialogues = [dialogues]
     ids_out, masks, texts = [], [], []
     for i, d in enumerate(dialogues):
         if not isinstance(d, Dialogue):
             raise InputError(f"Item {i} is a {type(d).__name__}, not a Dialogue.")
-        text, spans = render(tokenizer, d)
+        text, spans = _render(tokenizer, d)
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         ids = list(enc["input_ids"])
         offs = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)

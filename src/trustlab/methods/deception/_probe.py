@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trustlab.core.base import PaperInfo
-from trustlab.core.constraints import Interval, Options
+from trustlab.core.constraints import InstanceOf, Interval, Options
 from trustlab.core.exceptions import InputError, UnknownNameError
 from trustlab.core.roles import Predictor
 from trustlab.core.validation import check_array, check_is_fitted
@@ -72,6 +72,12 @@ class DialogueActivations:
     def n_tokens(self) -> np.ndarray:
         return np.bincount(self.dialogue, minlength=len(self))
 
+    def with_labels(self, *labels: Any) -> DialogueActivations:
+        """The dialogues whose label is one of ``labels`` (default: honest and deceptive, i.e. no ambiguous/skip)."""
+        keep = labels or ("honest", "deceptive")
+        lab = np.asarray(self.labels, dtype=object)
+        return self.subset(np.nonzero(np.isin(lab, list(keep)))[0])
+
     def subset(self, idx: Any) -> DialogueActivations:
         """The dialogues ``idx`` (in that order), re-indexed 0..len(idx)-1."""
         idx = np.asarray(idx, dtype=np.int64)
@@ -83,6 +89,28 @@ class DialogueActivations:
         return DialogueActivations({k: v[order] for k, v in self.acts.items()}, new_d, labels, meta)
 
 
+def positive_index(classes: np.ndarray, positive_label: Any, owner: str) -> int:
+    """Index into ``classes`` of the deceptive class (see the label convention of :class:`DeceptionProbe`)."""
+    values = classes.tolist()
+    if positive_label is not None:
+        from trustlab.methods.deception._metrics import _same_label
+
+        hits = [i for i, c in enumerate(values) if _same_label(c, positive_label)]
+        if not hits:
+            raise InputError(f"The 'positive_label' parameter of {owner} must be one of the labels {values}. "
+                             f"Got {positive_label!r} instead.")
+        return hits[0]
+    if all(isinstance(c, str) for c in values) and set(values) == {"honest", "deceptive"}:
+        return values.index("deceptive")
+    if all(isinstance(c, int | float | bool | np.integer | np.floating | np.bool_) and not isinstance(c, str)
+           for c in values) and {float(c) for c in values} == {0.0, 1.0}:
+        return [float(c) for c in values].index(1.0)
+    raise InputError(
+        f"{owner} cannot tell which label is deceptive: got the labels {values}. Use 'honest'/'deceptive' or "
+        "0/1 (1 = deceptive), or pass positive_label=<the deceptive label>."
+    )
+
+
 def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
@@ -92,7 +120,11 @@ class DeceptionProbe(Predictor):
 
     ``X`` is a :class:`DialogueActivations` (per-token activations; the probe reads ``layer``) or, as a
     special case, a 2-d array ``[n, d]`` read as *one token per dialogue* (e.g. mean-pooled activations).
-    ``y`` holds one label per dialogue: ``"honest"`` / ``"deceptive"`` or 0 / 1 (1 = deceptive).
+    ``y`` holds one label per dialogue: ``"honest"`` / ``"deceptive"`` or 0 / 1 (1 = deceptive); any other
+    pair of labels needs ``positive_label`` (the deceptive one) and is refused without it, so that a probe
+    is never silently inverted. Every detector of this package follows the same convention: ``fit(X, y)``
+    with ``X`` what the detector reads (activations here, dialogues for :class:`TextBaseline`) and one label
+    per dialogue; ``score_samples(X)`` gives one score per dialogue, higher = more deceptive.
 
     Parameters
     ----------
@@ -107,6 +139,8 @@ class DeceptionProbe(Predictor):
         ``lambda``; the LR uses ``C = 1 / reg_coeff`` (paper configs: 10).
     aggregation : {"mean", "max", "last"}, default="mean"
         How token scores form a dialogue score (the paper: mean over the detection mask).
+    positive_label : str or int, optional
+        The label of the deceptive class, needed when the labels are not honest/deceptive or 0/1.
 
     Attributes
     ----------
@@ -120,8 +154,9 @@ class DeceptionProbe(Predictor):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(60, 5)); y = (X[:, 0] > 0).astype(int)
     >>> p = DeceptionProbe(layer=0).fit(X, y)
-    >>> bool(p.score(X)[y == 1].mean() > p.score(X)[y == 0].mean())
-    True
+    >>> s = p.score_samples(X)
+    >>> bool(s[y == 1].mean() > s[y == 0].mean()), p.score(X, y) > 0.9
+    (True, True)
 
     References
     ----------
@@ -135,14 +170,16 @@ class DeceptionProbe(Predictor):
         "method": [Options(["lr", "mms", "lat"])],
         "reg_coeff": [Interval(float, 0, None, closed="neither")],
         "aggregation": [Options(["mean", "max", "last"])],
+        "positive_label": [None, InstanceOf(str, int, np.integer)],
     }
 
     def __init__(self, *, layer: int = 9, method: str = "lr", reg_coeff: float = 10.0,
-                 aggregation: str = "mean") -> None:
+                 aggregation: str = "mean", positive_label: str | int | None = None) -> None:
         self.layer = layer
         self.method = method
         self.reg_coeff = reg_coeff
         self.aggregation = aggregation
+        self.positive_label = positive_label
 
     @classmethod
     def _get_test_params(cls) -> list[dict[str, Any]]:
@@ -186,9 +223,8 @@ class DeceptionProbe(Predictor):
                 f"{type(self).__name__} needs exactly two classes (honest, deceptive). Got {self.classes_.tolist()}; "
                 "drop ambiguous/skip dialogues first."
             )
-        names = [str(c) for c in self.classes_]
-        self.positive_class_ = self.classes_[names.index("deceptive")] if "deceptive" in names else self.classes_[1]
-        pos = int(np.nonzero(self.classes_ == self.positive_class_)[0][0])
+        pos = positive_index(self.classes_, self.positive_label, type(self).__name__)
+        self.positive_class_ = self.classes_[pos]
         y_dec = (y == pos).astype(int)
         # balance the classes at the dialogue level (the paper truncates to min(n_honest, n_deceptive))
         hon, dec = np.nonzero(y_dec == 0)[0], np.nonzero(y_dec == 1)[0]
@@ -240,11 +276,19 @@ class DeceptionProbe(Predictor):
         check_is_fitted(self, "direction_")
         return self._token_scores(self._validate_X(X, reset=False))
 
-    def score(self, X: Any) -> np.ndarray:
-        """Dialogue scores (higher = more deceptive): token scores aggregated by ``aggregation``."""
+    def score_samples(self, X: Any) -> np.ndarray:
+        """Dialogue scores (higher = more deceptive): token scores aggregated by ``aggregation``.
+
+        ``score(X, y)`` keeps scikit-learn's meaning (accuracy), so ``cross_val_score`` and ``GridSearchCV``
+        work; ``decision_function`` is the same as this (what scikit-learn's AUROC scorer reads).
+        """
         check_is_fitted(self, "direction_")
         T = self._validate_X(X, reset=False)
         return self._aggregate(self._token_scores(T), T.groups, T.n)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Same as :meth:`score_samples` (the scikit-learn name; positive = more deceptive)."""
+        return self.score_samples(X)
 
     def _predict_proba(self, X: _Tokens) -> np.ndarray:
         p = _sigmoid(self._aggregate(self._token_scores(X), X.groups, X.n))
@@ -257,7 +301,7 @@ class DeceptionProbe(Predictor):
         """The score threshold flagging a fraction ``fpr`` of the control dialogues (see ``threshold_at_fpr``)."""
         from trustlab.methods.deception._metrics import threshold_at_fpr
 
-        return threshold_at_fpr(self.score(control), fpr)
+        return threshold_at_fpr(self.score_samples(control), fpr)
 
 
 @dataclass

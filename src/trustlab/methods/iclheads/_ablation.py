@@ -18,8 +18,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.base import PaperInfo
-from trustlab.core.constraints import Options, Satisfies
+from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError, TrustlabError
 from trustlab.core.roles import EditHandle, EditInfo, ModelEdit
 
@@ -157,6 +158,12 @@ def _n_of(size: float | int, n_total: int, what: str) -> int:
     return n
 
 
+_SIZE = [Interval(int, 1, None), Interval(float, 0, 1, closed="neither")]
+_HEADS = Satisfies(_is_pairs, "a list of (layer, head) pairs of ints >= 0", ["ab", [(1,)], [(0, -1)]], valid=[])
+
+
+@validate_args(scores=[ArrayLike(ndim=2)], size=_SIZE, exclude_scores=[None, ArrayLike(ndim=2)],
+               exclude_size=_SIZE)
 def select_heads(
     scores: Any, size: float | int, *, exclude_scores: Any = None, exclude_size: float | int = 0.02
 ) -> list[tuple[int, int]]:
@@ -202,11 +209,19 @@ def select_heads(
     return [(int(i // s.shape[1]), int(i % s.shape[1])) for i in order]
 
 
-def random_scores(shape: tuple[int, int], random_state: int | None = 0) -> np.ndarray:
+def _is_shape(v: Any) -> bool:
+    return (isinstance(v, tuple | list) and len(v) == 2
+            and all(isinstance(x, int | np.integer) and not isinstance(x, bool) and x >= 1 for x in v))
+
+
+@validate_args(shape=[Satisfies(_is_shape, "a pair of ints >= 1 (n_layers, n_heads)", [(0, 2), (3,), "ab"],
+                                valid=(2, 3))], random_state=["random_state"])
+def random_scores(shape: tuple[int, int], random_state: int | np.random.Generator | None = 0) -> np.ndarray:
     """Uniform random head scores (the random baseline of the official code, seeded)."""
     return np.random.default_rng(random_state).random(shape)
 
 
+@validate_args(a=[_HEADS], b=[_HEADS])
 def jaccard(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> float:
     """Jaccard index of two head sets.
 
@@ -217,6 +232,22 @@ def jaccard(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> float
     """
     sa, sb = {tuple(x) for x in a}, {tuple(x) for x in b}
     return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
+
+
+def _check_targets(model: Any, targets: Sequence[int], owner: str) -> np.ndarray:
+    """Target token ids as an int array; ids outside the model's vocabulary are refused (they can never match)."""
+    from trustlab.llm import dims
+
+    t = np.asarray(targets)
+    if t.ndim != 1 or (t.size and t.dtype.kind not in "iu"):
+        raise InputError(f"The 'targets' argument of {owner} must be a list of token ids (ints). Got {t.dtype} "
+                         f"of shape {t.shape}.")
+    vocab = dims(model).vocab
+    bad = np.nonzero((t < 0) | (t >= vocab))[0]
+    if bad.size:
+        raise InputError(f"The 'targets' argument of {owner} must be token ids in [0, {vocab - 1}] (the model's "
+                         f"vocabulary). Got {int(t[bad[0]])} at position {int(bad[0])} instead.")
+    return t.astype(np.int64)
 
 
 class PreparedPrompts:
@@ -230,7 +261,7 @@ class PreparedPrompts:
 
         if len(texts) != len(targets) or not len(texts):
             raise InputError(f"Got {len(texts)} prompts and {len(targets)} targets; need the same number >= 1.")
-        self.model, self.targets = model, np.asarray(targets)
+        self.model, self.targets = model, _check_targets(model, targets, "PreparedPrompts")
         seqs = encode_texts(list(texts), model=model, tokenizer=tokenizer, owner="first_token_accuracy")
         if min(len(s) for s in seqs) < 2:
             raise InputError("Every prompt needs at least 2 tokens.")
@@ -285,6 +316,8 @@ class PreparedPrompts:
         return float(np.mean(self.predict() == self.targets))
 
 
+@validate_args(model="no_validation", texts=[SequenceOf(str)], targets=[ArrayLike(ndim=1, dtype="integer")],
+               batch_size=[Interval(int, 1, None)])
 def first_token_accuracy(model: Any, texts: Sequence[str], targets: Sequence[int], *, tokenizer: Any = None,
                          batch_size: int = 16) -> float:
     """Greedy first-token accuracy of ``model`` on prompts: one left-padded full forward per batch.
@@ -307,6 +340,7 @@ def first_token_accuracy(model: Any, texts: Sequence[str], targets: Sequence[int
     tok = tokenizer if tokenizer is not None else getattr(unwrap(model), "trustlab_tokenizer", None)
     if len(texts) != len(targets) or not len(texts):
         raise InputError(f"Got {len(texts)} prompts and {len(targets)} targets; need the same number >= 1.")
+    target_ids = _check_targets(model, targets, "first_token_accuracy")
     seqs = encode_texts(list(texts), model=model, tokenizer=tok, owner="first_token_accuracy")
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     base = base_model(model)
@@ -317,4 +351,4 @@ def first_token_accuracy(model: Any, texts: Sequence[str], targets: Sequence[int
             h = base(input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask),
                      use_cache=False).last_hidden_state[:, -1]
             preds.append(head_logits(model, h).argmax(-1).cpu().numpy())
-    return float(np.mean(np.concatenate(preds) == np.asarray(targets)))
+    return float(np.mean(np.concatenate(preds) == target_ids))

@@ -20,12 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, Options, validate_value
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, TrustlabError
 from trustlab.methods.iclheads._tasks import (
+    _TASKS,
     EVAL_TASKS,
     ICLTask,
     _as_tasks,
+    _is_task,
     build_prompts,
     check_disjoint,
     target_token,
@@ -33,7 +36,6 @@ from trustlab.methods.iclheads._tasks import (
 
 __all__ = ["FVScores", "fv_scores", "mean_head_activations"]
 
-_OWNER = "fv_scores"
 
 
 @dataclass
@@ -74,6 +76,11 @@ def _tok(model: Any, tokenizer: Any) -> Any:
     return tok
 
 
+_TASK = Satisfies(_is_task, "a task name, a JSON file path or an ICLTask", [3.5, None], valid="antonym")
+
+
+@validate_args(model="no_validation", task=[_TASK], n_mean=[Interval(int, 1, None)], n_shots=[Interval(int, 0, None)],
+               random_state=["random_state"], batch_size=[Interval(int, 1, None)])
 def mean_head_activations(
     model: Any,
     task: ICLTask | str,
@@ -139,6 +146,12 @@ def _attribution_cie(model: Any, ids: list[int], mean: Any, target: int) -> tupl
     return cie.numpy(), float(prob.detach()), d.n_layers * d.n_heads
 
 
+@validate_args(model="no_validation", tasks=[None, _TASKS], n_mean=[Interval(int, 1, None)],
+               n_trials=[Interval(int, 1, None)], n_shots=[Interval(int, 1, None)],
+               method=[Options(["exact", "attribution"])],
+               held_out=[None, Satisfies(lambda v: isinstance(v, list | tuple) and (not v or _TASKS.is_satisfied_by(v)),
+                                         "a list of tasks (empty: no leakage check)", [3.5, "x"], valid=())],
+               random_state=[Interval(int, 0, None)], batch_size=[Interval(int, 2, None)])
 def fv_scores(
     model: Any,
     tasks: Sequence[ICLTask | str] | None = None,
@@ -195,19 +208,12 @@ def fv_scores(
     Todd et al., "Function Vectors in Large Language Models", ICLR 2024; Yin & Steinhardt, ICML 2025
     (https://github.com/kayoyin/icl-heads, ``src/find_fv_heads.py``).
     """
-    from trustlab.llm import dims
-
-    for name, v, lo in (("n_mean", n_mean, 1), ("n_trials", n_trials, 1), ("n_shots", n_shots, 1),
-                        ("batch_size", batch_size, 2)):
-        validate_value(_OWNER, name, v, [Interval(int, lo, None)])
-    validate_value(_OWNER, "method", method, [Options(["exact", "attribution"])])
     from trustlab.methods.iclheads._tasks import FV_TASKS
 
     task_list = _as_tasks(FV_TASKS if tasks is None else tasks)
     if held_out:
         check_disjoint(task_list, held_out)
     tok = _tok(model, tokenizer)
-    d = dims(model)
     per_task, means, probs, changed = {}, {}, {}, {}
     wrap = progress if progress is not None else (lambda it, **k: it)
     for t_idx, task in enumerate(wrap(task_list, desc=f"FV scores ({method})")):
@@ -221,26 +227,33 @@ def fv_scores(
                                          tokenizer=tok)
         means[task.name] = mean
         corrupt = build_prompts(task, n_trials, n_shots, random_state=rng_corrupt, shuffle_labels=True)
-        cie = np.zeros((n_trials, d.n_layers, d.n_heads))
-        base, n_ch = [], []
-        for i, p in enumerate(corrupt):
-            ids = tok(p.text)["input_ids"]
-            y = target_token(tok, p.answer)
-            if method == "exact":
-                eff, b, n = _exact_cie(model, ids, mean, y, check=i == 0, batch_size=batch_size)
-                cie[i] = eff
-            else:
-                cie[i], b, n = _attribution_cie(model, ids, mean, y)
-            base.append(b)
-            n_ch.append(n)
-        if method == "exact" and min(n_ch) == 0:
-            raise TrustlabError(
-                f"fv_scores: no head patch changed the logits on task {task.name!r}; the intervention was not "
-                "applied (the silent failure that gives all-zero CIE)."
-            )
-        per_task[task.name] = cie.mean(0)
-        probs[task.name] = float(np.mean(base))
-        changed[task.name] = int(min(n_ch))
+        per_task[task.name], probs[task.name], changed[task.name] = _task_cie(model, tok, task, corrupt, mean, method,
+                                                                              batch_size)
     scores = np.mean(np.stack(list(per_task.values())), axis=0)
     mean_all = np.mean(np.stack(list(means.values())), axis=0)
     return FVScores(scores, per_task, means, mean_all, method, probs, changed)
+
+
+def _task_cie(model: Any, tok: Any, task: ICLTask, corrupt: list[Any], mean: np.ndarray, method: str,
+              batch_size: int) -> tuple[np.ndarray, float, int]:
+    """Mean CIE over the corrupted prompts of one task, the mean corrupted probability, the fewest heads changed."""
+    from trustlab.llm import dims
+
+    d = dims(model)
+    cie = np.zeros((len(corrupt), d.n_layers, d.n_heads))
+    base, n_ch = [], []
+    for i, p in enumerate(corrupt):
+        ids = tok(p.text)["input_ids"]
+        y = target_token(tok, p.answer)
+        if method == "exact":
+            cie[i], b, n = _exact_cie(model, ids, mean, y, check=i == 0, batch_size=batch_size)
+        else:
+            cie[i], b, n = _attribution_cie(model, ids, mean, y)
+        base.append(b)
+        n_ch.append(n)
+    if method == "exact" and min(n_ch) == 0:
+        raise TrustlabError(
+            f"fv_scores: no head patch changed the logits on task {task.name!r}; the intervention was not "
+            "applied (the silent failure that gives all-zero CIE)."
+        )
+    return cie.mean(0), float(np.mean(base)), int(min(n_ch))

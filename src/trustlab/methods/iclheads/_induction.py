@@ -15,14 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, Options, validate_value
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError
 
 __all__ = ["induction_pattern_scores", "induction_scores", "random_repeat_tokens"]
 
-_OWNER = "induction_scores"
 
 
+@validate_args(tokenizer="no_validation", n_seqs=[Interval(int, 1, None)], seq_len=[Interval(int, 1, None)],
+               vocab=[None, Interval(int, 1, None)], random_state=["random_state"], prepend_bos=["boolean"])
 def random_repeat_tokens(
     tokenizer: Any, n_seqs: int, seq_len: int, *, vocab: int | None = None, random_state: int = 0,
     prepend_bos: bool = True,
@@ -54,6 +56,8 @@ def random_repeat_tokens(
     return seqs.astype(np.int64)
 
 
+@validate_args(pattern=[ArrayLike(ndim=4)], tokens=[ArrayLike(ndim=2, dtype="integer")],
+               seq_len=[Interval(int, 1, None)], variant=[Options(["classic", "tl"])])
 def induction_pattern_scores(pattern: Any, tokens: Any, seq_len: int, *, variant: str = "classic") -> np.ndarray:
     """Induction score per sequence and head from attention patterns ``[B, H, T, T]`` of repeated sequences.
 
@@ -91,6 +95,9 @@ def induction_pattern_scores(pattern: Any, tokens: Any, seq_len: int, *, variant
     raise ConfigError(f"The 'variant' must be 'classic' or 'tl'. Got {variant!r} instead.")
 
 
+@validate_args(model="no_validation", n_seqs=[Interval(int, 1, None)], seq_len=[Interval(int, 2, None)],
+               variant=[Options(["classic", "tl"])], batch_size=[Interval(int, 1, None)],
+               random_state=["random_state"], switch_to_eager=["boolean"])
 def induction_scores(
     model: Any,
     n_seqs: int = 32,
@@ -139,10 +146,6 @@ def induction_scores(
     from trustlab.llm import dims, trace
     from trustlab.llm.sites import model_device, unwrap
 
-    validate_value(_OWNER, "n_seqs", n_seqs, [Interval(int, 1, None)])
-    validate_value(_OWNER, "seq_len", seq_len, [Interval(int, 2, None)])
-    validate_value(_OWNER, "batch_size", batch_size, [Interval(int, 1, None)])
-    validate_value(_OWNER, "variant", variant, [Options(["classic", "tl"])])
     inner = unwrap(model)
     tok = tokenizer if tokenizer is not None else getattr(inner, "trustlab_tokenizer", None)
     if tok is None:

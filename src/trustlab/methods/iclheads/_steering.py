@@ -14,12 +14,27 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Interval, Satisfies
 from trustlab.core.exceptions import InputError
-from trustlab.methods.iclheads._tasks import ICLTask, _as_tasks, format_prompt, target_token
+from trustlab.methods.iclheads._tasks import ICLTask, _as_tasks, _is_task, format_prompt, target_token
+
+
+def _is_heads(v: Any) -> bool:
+    return isinstance(v, list | tuple) and all(isinstance(p, list | tuple) and len(p) == 2 for p in v)
+
+
+_TASK_OR_MEANS = Satisfies(lambda v: _is_task(v) or hasattr(v, "shape") or isinstance(v, list),
+                           "a task name, an ICLTask or mean activations [n_layers, n_heads, d_head]", [3.5, None],
+                           valid="antonym")
 
 __all__ = ["function_vector", "steered_accuracy"]
 
 
+@validate_args(model="no_validation",
+               heads=[Satisfies(_is_heads, "a list of (layer, head) pairs", ["ab", [(1,)]], valid=[(0, 0)])],
+               task=[_TASK_OR_MEANS], n_mean=[Interval(int, 1, None)], n_shots=[Interval(int, 0, None)],
+               random_state=["random_state"])
 def function_vector(
     model: Any,
     heads: Sequence[tuple[int, int]],
@@ -79,6 +94,10 @@ def function_vector(
     return out.numpy()
 
 
+@validate_args(model="no_validation",
+               task=[Satisfies(_is_task, "a task name, a JSON file path or an ICLTask", [3.5, None], valid="antonym")],
+               fv="no_validation", layer=[None, Interval(int, 0, None)], scale=[Interval(float, None, None)],
+               batch_size=[Interval(int, 1, None)])
 def steered_accuracy(
     model: Any,
     task: ICLTask | str,

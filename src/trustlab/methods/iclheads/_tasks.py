@@ -10,6 +10,7 @@ input and output); the target is the first token of ``" " + yq``. Tasks are spli
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.exceptions import InputError, UnknownNameError, did_you_mean
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import InstanceOf, Interval, Satisfies
+from trustlab.core.exceptions import AssetNotFoundError, InputError, UnknownNameError, did_you_mean
 
 __all__ = [
     "EVAL_TASKS",
@@ -33,8 +36,6 @@ __all__ = [
     "single_token_fraction",
     "target_token",
 ]
-
-_DIR = Path(__file__).with_name("_tasks")
 
 #: task -> kind (abstractive: answer not in the prompt; extractive: copied from the query)
 _KINDS = {
@@ -98,17 +99,52 @@ class Prompt:
     demos: tuple[tuple[str, str], ...]
 
 
-def make_task(name: str, pairs: Iterable[Any], kind: str = "custom") -> ICLTask:
-    """Validate ``pairs`` (dicts with ``input``/``output`` or 2-tuples) into an :class:`ICLTask`.
+def _is_task(v: Any) -> bool:
+    return isinstance(v, str | ICLTask | os.PathLike)
 
-    Numbers are cast with ``str()`` (as Todd et al.'s loader does); ``None``, empty strings and duplicate
-    inputs raise :class:`InputError`.
+
+def _is_tasks(v: Any) -> bool:
+    return _is_task(v) or (isinstance(v, list | tuple) and len(v) > 0 and all(_is_task(t) for t in v))
+
+
+_TASKS = Satisfies(_is_tasks, "a task name, a JSON file, an ICLTask or a non-empty list of them", [3.5, [], [3]],
+                   valid="antonym")
+
+
+def _read_pairs_file(path: Path) -> Any:
+    if not path.is_file():
+        raise AssetNotFoundError(f"The task file {str(path)!r} does not exist.")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"The task file {path.name} is not valid JSON (line {exc.lineno}: {exc.msg}).") from exc
+    if isinstance(data, dict) and "pairs" in data:
+        data = data["pairs"]
+    if not isinstance(data, list):
+        raise InputError(f"The task file {path.name} must hold a list of {{'input', 'output'}} pairs (or "
+                         f"{{'pairs': [...]}}). Got {type(data).__name__}.")
+    return data
+
+
+@validate_args(name=[str], pairs="no_validation", kind=[str])
+def make_task(name: str, pairs: Iterable[Any] | str | os.PathLike[str], kind: str = "custom") -> ICLTask:
+    """Your own task: validate ``pairs`` into an :class:`ICLTask`.
+
+    ``pairs`` is a list of dicts with ``input``/``output`` keys or of 2-tuples, or the path of a JSON file
+    holding such a list (Todd et al.'s format, or ``{"pairs": [...]}``). Numbers are cast with ``str()``
+    (as Todd et al.'s loader does); ``None``, empty strings and duplicate inputs raise :class:`InputError`.
+    Check a new task against the FV-scoring tasks with :func:`check_disjoint` before evaluating on it.
 
     Example
     -------
     >>> make_task("toy", [{"input": "a", "output": "b"}, ("c", "d")]).pairs
     (('a', 'b'), ('c', 'd'))
     """
+    if isinstance(pairs, str | os.PathLike):
+        pairs = _read_pairs_file(Path(pairs))
+    if isinstance(pairs, dict) or not isinstance(pairs, Iterable):
+        raise InputError(f"The 'pairs' argument of make_task must be a list of (input, output) pairs or a JSON file "
+                         f"path. Got {type(pairs).__name__} instead.")
     out: list[tuple[str, str]] = []
     seen: dict[str, int] = {}
     for i, p in enumerate(pairs):
@@ -137,19 +173,24 @@ def make_task(name: str, pairs: Iterable[Any], kind: str = "custom") -> ICLTask:
     return ICLTask(name, tuple(out), kind)
 
 
+@validate_args()
 def available_tasks() -> list[str]:
-    """Names of the shipped tasks.
+    """Names of the shipped tasks (``trustlab/data/_files/iclheads/``).
 
     Example
     -------
     >>> "antonym" in available_tasks()
     True
     """
-    return sorted(p.stem for p in _DIR.glob("*.json"))
+    from trustlab.data import shipped_names
+
+    return shipped_names("iclheads", ".json")
 
 
-def load_task(name: str) -> ICLTask:
-    """Load a shipped task by name (see :func:`available_tasks`).
+@validate_args(name=[Satisfies(_is_task, "a task name, a JSON file path or an ICLTask", [3.5, None],
+                               valid="antonym")])
+def load_task(name: str | os.PathLike[str] | ICLTask) -> ICLTask:
+    """A shipped task by name (see :func:`available_tasks`), or your own task from a JSON file path.
 
     Example
     -------
@@ -159,16 +200,20 @@ def load_task(name: str) -> ICLTask:
     if isinstance(name, ICLTask):
         return name
     names = available_tasks()
-    if name not in names:
-        raise UnknownNameError(f"Unknown ICL task {name!r}.{did_you_mean(str(name), names)} Known: {names}.")
-    data = json.loads((_DIR / f"{name}.json").read_text(encoding="utf-8"))
-    return make_task(name, data, _KINDS.get(name, "custom"))
+    if isinstance(name, str) and name in names:
+        from trustlab.data import read_shipped_json
+
+        return make_task(name, read_shipped_json("iclheads", f"{name}.json"), _KINDS.get(name, "custom"))
+    if isinstance(name, os.PathLike) or str(name).endswith(".json"):
+        return make_task(Path(name).stem, Path(name))
+    raise UnknownNameError(f"Unknown ICL task {name!r}.{did_you_mean(str(name), names)} Known: {names}; or pass "
+                           "the path of your own .json task file.")
 
 
 def _as_tasks(tasks: Any) -> list[ICLTask]:
-    if isinstance(tasks, str | ICLTask):
+    if isinstance(tasks, str | ICLTask | os.PathLike):
         tasks = [tasks]
-    out = [load_task(t) if isinstance(t, str) else t for t in tasks]
+    out = [t if isinstance(t, ICLTask) else load_task(t) if _is_task(t) else t for t in tasks]
     for t in out:
         if not isinstance(t, ICLTask):
             raise InputError(f"Tasks must be task names or ICLTask objects. Got {type(t).__name__}.")
@@ -177,23 +222,65 @@ def _as_tasks(tasks: Any) -> list[ICLTask]:
     return out
 
 
-def check_disjoint(fv_tasks: Any, eval_tasks: Any) -> None:
-    """Raise :class:`InputError` when an FV-scoring task is also an evaluation task (by name or by pairs).
+def _norm(v: str) -> str:
+    return " ".join(v.casefold().split())
+
+
+def _overlap(a: ICLTask, b: ICLTask) -> dict[str, Any]:
+    """Shared identical pairs, and shared inputs / outputs (case-folded) as fractions of the smaller task."""
+    ia, ib = {_norm(x) for x, _ in a.pairs}, {_norm(x) for x, _ in b.pairs}
+    oa, ob = {_norm(y) for _, y in a.pairs}, {_norm(y) for _, y in b.pairs}
+    return {"pairs": sorted(set(a.pairs) & set(b.pairs)), "inputs": sorted(ia & ib), "outputs": sorted(oa & ob),
+            "input_share": len(ia & ib) / max(1, min(len(ia), len(ib))),
+            "output_share": len(oa & ob) / max(1, min(len(oa), len(ob)))}
+
+
+@validate_args(fv_tasks=[_TASKS], eval_tasks=[_TASKS], max_shared=[Interval(float, 0, 1, closed="right")])
+def check_disjoint(fv_tasks: Any, eval_tasks: Any, *, max_shared: float = 0.25) -> None:
+    """Raise :class:`InputError` when an evaluation task leaks into the FV-scoring tasks.
+
+    A pair of tasks leaks when they have the same name, share any identical (input, output) pair, or share
+    ``max_shared`` or more of their inputs or of their outputs (case-folded; as a fraction of the smaller
+    task's distinct values): e.g. country -> capital and country -> language share every input. Incidental
+    word reuse between unrelated tasks (the shipped tasks share at most 14 % of their inputs) passes.
 
     Example
     -------
     >>> check_disjoint(["antonym"], ["capitalize"])
+    >>> capitals = make_task("cap", [("France", "Paris"), ("Japan", "Tokyo"), ("Peru", "Lima")])
+    >>> languages = make_task("lang", [("France", "French"), ("Japan", "Japanese"), ("Kenya", "Swahili")])
+    >>> check_disjoint([capitals], [languages])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    trustlab.core.exceptions.InputError: The evaluation task 'lang' leaks into the FV-scoring task 'cap': ...
     """
-    a, b = _as_tasks(fv_tasks), _as_tasks(eval_tasks)
-    names = {t.name for t in a} & {t.name for t in b}
-    same = [t.name for t in a if any(set(t.pairs) == set(u.pairs) for u in b)]
-    if names or same:
-        raise InputError(
-            f"The evaluation tasks {sorted(names | set(same))} are also used for FV scoring: the head scores "
-            "would leak the evaluation data. Score heads on other tasks (see FV_TASKS / EVAL_TASKS)."
-        )
+    problems = []
+    for u in _as_tasks(eval_tasks):
+        for t in _as_tasks(fv_tasks):
+            o = _overlap(t, u)
+            why = []
+            if t.name == u.name:
+                why.append("the same name")
+            if o["pairs"]:
+                why.append(f"{len(o['pairs'])} identical pair(s), e.g. {o['pairs'][0]}")
+            if o["input_share"] >= max_shared:
+                why.append(f"{o['input_share']:.0%} shared inputs, e.g. {o['inputs'][:3]}")
+            if o["output_share"] >= max_shared:
+                why.append(f"{o['output_share']:.0%} shared outputs, e.g. {o['outputs'][:3]}")
+            if why:
+                problems.append(f"The evaluation task {u.name!r} leaks into the FV-scoring task {t.name!r}: "
+                                + "; ".join(why))
+    if problems:
+        raise InputError(" ".join(problems) + f". Head scores would leak the evaluation data (the limit is "
+                         f"max_shared={max_shared:g}); score heads on other tasks (see FV_TASKS / EVAL_TASKS).")
 
 
+def _is_demos(v: Any) -> bool:
+    return isinstance(v, list | tuple) and all(isinstance(p, list | tuple) and len(p) == 2 for p in v)
+
+
+@validate_args(demos=[Satisfies(_is_demos, "a list of (input, output) pairs", ["ab", [("a",)]], valid=[])],
+               query=[str])
 def format_prompt(demos: Sequence[tuple[str, str]], query: str) -> str:
     """The Q:/A: template of the official code.
 
@@ -205,6 +292,12 @@ def format_prompt(demos: Sequence[tuple[str, str]], query: str) -> str:
     return "".join(f"Q: {x}\nA: {y}\n\n" for x, y in demos) + f"Q: {query}\nA:"
 
 
+def _toy() -> dict[str, Any]:
+    return {"task": make_task("toy", [("a", "b"), ("c", "d"), ("e", "f")])}
+
+
+@validate_args(_example=_toy, task=[InstanceOf(ICLTask)], n_prompts=[Interval(int, 1, None)], n_shots=[Interval(int, 0, None)],
+               random_state=["random_state"], shuffle_labels=["boolean"], queries=[None, InstanceOf(ICLTask)])
 def build_prompts(
     task: ICLTask,
     n_prompts: int,
@@ -225,10 +318,6 @@ def build_prompts(
     InputError
         When ``n_shots`` exceeds the pairs available, or ``n_prompts < 1``.
     """
-    if isinstance(n_prompts, bool) or not isinstance(n_prompts, int | np.integer) or n_prompts < 1:
-        raise InputError(f"The 'n_prompts' argument must be an int >= 1. Got {n_prompts!r}.")
-    if isinstance(n_shots, bool) or not isinstance(n_shots, int | np.integer) or n_shots < 0:
-        raise InputError(f"The 'n_shots' argument must be an int >= 0. Got {n_shots!r}.")
     pool = queries if queries is not None else task
     shared = queries is None or bool(set(task.pairs) & set(pool.pairs))
     available = len(task.pairs) - (1 if shared else 0)
@@ -254,6 +343,7 @@ def build_prompts(
     return prompts
 
 
+@validate_args(tokenizer="no_validation", answer=[str])
 def target_token(tokenizer: Any, answer: str) -> int:
     """First token id of ``" " + answer`` (the official first-token target)."""
     ids = tokenizer(" " + answer, add_special_tokens=False)["input_ids"]
@@ -262,6 +352,7 @@ def target_token(tokenizer: Any, answer: str) -> int:
     return int(ids[0])
 
 
+@validate_args(_example=_toy, tokenizer="no_validation", task=[InstanceOf(ICLTask)])
 def single_token_fraction(tokenizer: Any, task: ICLTask) -> float:
     """Fraction of the task's answers that are one token after a leading space."""
     n = sum(len(tokenizer(" " + y, add_special_tokens=False)["input_ids"]) == 1 for _, y in task.pairs)

@@ -130,3 +130,54 @@ def templated_facts() -> list[tuple[str, str]]:
                 out.append((f"If you multiply the number {a} by the number {b}, the product that you get is "
                             f"{a * b}.", "arithmetic"))
     return out
+
+
+_CLASSES = ["mammal", "bird", "reptile", "amphibian", "fish", "insect"]
+
+
+def true_false_facts() -> list[tuple[str, str, str]]:
+    """(true statement, false statement, source table): the same template with one fact swapped.
+
+    The true statement is exactly the one of :func:`templated_facts`; the false one changes the answer
+    (another row's capital, symbol or class, a month or day two steps on, 30 <-> 31 days, a sum 10 too
+    high, a product one factor too high). Hand-written facts have no false twin.
+    """
+    out: list[tuple[str, str, str]] = []
+    true = {src: [s for s, k in templated_facts() if k == src] for src in
+            ("capitals", "elements", "animals", "months", "days", "arithmetic")}
+    n = len(CAPITALS)
+    for i, (country, _) in enumerate(CAPITALS):
+        wrong = CAPITALS[(i + 7) % n][1]
+        out.append((true["capitals"][i], f"The capital city of {country} is {wrong}, where the national government "
+                    "has its seat.", "capitals"))
+    n = len(ELEMENTS)
+    for i, (name, _) in enumerate(ELEMENTS):
+        wrong = ELEMENTS[(i + 11) % n][1]
+        out.append((true["elements"][i], f"In chemistry, the element {name} is written with the symbol {wrong} on "
+                    "the periodic table.", "elements"))
+    for i, (animal, cls) in enumerate(ANIMALS):
+        wrong = _CLASSES[(_CLASSES.index(cls) + 1) % len(_CLASSES)]
+        art = "an" if wrong[0] in "aeiou" else "a"
+        out.append((true["animals"][i], f"Biologists classify the {animal} as {art} {wrong}, based on the features "
+                    "of its body.", "animals"))
+    for i, m in enumerate(MONTHS):
+        out.append((true["months"][i], f"In the calendar year, the month of {MONTHS[(i + 2) % 12]} comes directly "
+                    f"after the month of {m}.", "months"))
+    for j, (m, days) in enumerate(MONTH_DAYS.items()):
+        wrong = 61 - days  # 30 <-> 31
+        out.append((true["months"][12 + j], f"In the usual calendar used today, the month of {m} always has "
+                    f"exactly {wrong} days.", "months"))
+    for i, d in enumerate(DAYS):
+        out.append((true["days"][i], f"In the seven-day week, the day that comes right after {d} is called "
+                    f"{DAYS[(i + 2) % 7]}.", "days"))
+    k = 0
+    for a in range(3, 40, 3):
+        for b in (4, 7, 11, 15, 19, 23, 28):
+            k += 1
+            if k % 2:
+                false = f"If you add the number {a} to the number {b}, the sum that you get is {a + b + 10}."
+            else:
+                false = (f"If you multiply the number {a} by the number {b}, the product that you get is "
+                         f"{a * (b + 1)}.")
+            out.append((true["arithmetic"][k - 1], false, "arithmetic"))
+    return out
