@@ -50,3 +50,21 @@ def test_each_experiment_follows_the_contract(exp_id):
         with pytest.raises(dataclasses.FrozenInstanceError):
             cfg.seeds = (99,)  # type: ignore[misc]
     assert (ROOT / "docs" / "papers" / f"{exp_id}.md").is_file(), f"docs/papers/{exp_id}.md is missing"
+
+
+@pytest.mark.parametrize("exp_id", experiment_ids() or ["<none>"])
+def test_each_experiment_declares_its_quick_expectations(exp_id):
+    """QUICK_EXPECTED_PASS: a tuple of claim ids checked in quick mode (tests/test_reproduce.py asserts they PASS)."""
+    if exp_id == "<none>":
+        pytest.skip("no experiment yet")
+    exp = get_experiment(exp_id)
+    expected = getattr(exp.module, "QUICK_EXPECTED_PASS", None)
+    assert isinstance(expected, tuple) and all(isinstance(i, str) for i in expected), (
+        f"trustlab.experiments.{exp_id} must define QUICK_EXPECTED_PASS = (claim ids expected to PASS in quick "
+        "mode, ...); use () when none is expected to")
+    claims = {c.id: c for c in exp.claims}
+    unknown = [i for i in expected if i not in claims]
+    assert not unknown, f"{exp_id}: QUICK_EXPECTED_PASS names unknown claims {unknown}"
+    unchecked = [i for i in expected if "quick" not in claims[i].modes]
+    assert not unchecked, f"{exp_id}: QUICK_EXPECTED_PASS names claims not checked in quick mode: {unchecked}"
+    assert len(set(expected)) == len(expected), f"{exp_id}: duplicate ids in QUICK_EXPECTED_PASS"

@@ -6,15 +6,32 @@ involved; save them with ``fig.savefig(path)``.
 
 from __future__ import annotations
 
+import math
+import numbers
+import re
 from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import InstanceOf, Interval
 from trustlab.results.result import Result
 
 __all__ = ["bar_plot", "line_plot", "claims_plot", "new_figure"]
 
 
+_RESULT = [InstanceOf(Result)]
+_OPT_STR = [InstanceOf(str), None]
+_OPT_DICT = [InstanceOf(dict), None]
+_PLOT_ARGS = {"result": _RESULT, "x": [InstanceOf(str)], "y": [InstanceOf(str)], "hue": _OPT_STR, "where": _OPT_DICT,
+              "title": _OPT_STR, "ylabel": _OPT_STR}
+
+
+def _example_result() -> dict[str, Any]:
+    return {"result": Result("example", "quick", {})}
+
+
+@validate_args(width=[Interval("real", 0, None, closed="neither")], height=[Interval("real", 0, None, closed="neither")])
 def new_figure(width: float = 6.0, height: float = 3.6) -> tuple[Any, Any]:
     """A (figure, axes) pair without pyplot."""
     from matplotlib.figure import Figure
@@ -31,6 +48,7 @@ def _frame(result: Result, query: dict[str, Any] | None) -> Any:
     return df
 
 
+@validate_args(_example_result, **_PLOT_ARGS)
 def bar_plot(result: Result, x: str, y: str = "value", hue: str | None = None, *, where: dict[str, Any] | None = None,
              title: str | None = None, ylabel: str | None = None) -> Any:
     """Mean of ``y`` per ``x`` (and ``hue``) with a standard-deviation error bar over the other columns."""
@@ -57,6 +75,7 @@ def bar_plot(result: Result, x: str, y: str = "value", hue: str | None = None, *
     return fig
 
 
+@validate_args(_example_result, **_PLOT_ARGS)
 def line_plot(result: Result, x: str, y: str = "value", hue: str | None = None, *, where: dict[str, Any] | None = None,
               title: str | None = None, ylabel: str | None = None) -> Any:
     """Mean of ``y`` against ``x`` (numeric), one line per ``hue``."""
@@ -77,41 +96,96 @@ def line_plot(result: Result, x: str, y: str = "value", hue: str | None = None, 
     return fig
 
 
-def _short(value: Any, width: int = 38) -> str:
-    text = f"{value:.4g}" if isinstance(value, float) else str(value)
-    return text if len(text) <= width else text[: width - 1] + "\u2026"
+_COLORS = {"PASS": "#2e7d32", "FAIL": "#c62828", "SKIP": "#9e9e9e"}
+_THRESHOLD = re.compile(r"^\s*(<=|>=|<|>|==|=|\u2264|\u2265)?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*\S{0,12}\s*$")
 
 
+def _number(v: Any) -> float | None:
+    if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v)):
+        return float(v)
+    return None
+
+
+def parse_threshold(threshold: Any) -> tuple[str, float] | None:
+    """``(operator, value)`` of a threshold such as ``0.6``, ``">= 0.6"`` or ``"<= 0.3x"``; None if not numeric."""
+    if _number(threshold) is not None:
+        return ">=", float(threshold)
+    if not isinstance(threshold, str):
+        return None
+    m = _THRESHOLD.match(threshold)
+    if m is None:
+        return None
+    op = {"\u2264": "<=", "\u2265": ">=", "=": "==", None: ">="}.get(m.group(1), m.group(1))
+    return op, float(m.group(2))
+
+
+def _claim_row(ax: Any, c: Any) -> None:
+    from trustlab.results._table import fmt_value, shorten
+
+    status = c.status
+    ax.set_yticks([])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.set_ylabel(f"{shorten(c.id, 10)}\n{status}" + (" (2nd)" if c.secondary else ""), rotation=0, ha="right",
+                  va="center", fontsize=7, color=_COLORS[status], weight="bold")
+    obs, thr, paper = _number(c.observed), parse_threshold(c.threshold), _number(c.paper_value)
+    if obs is None or thr is None:
+        ax.set_xticks([])
+        ax.spines["bottom"].set_visible(False)
+        text = (c.detail or "not checked in this run") if c.passed is None else (
+            f"observed {shorten(fmt_value(c.observed, c.unit), 50)}   threshold {shorten(fmt_value(c.threshold, c.unit), 30)}")
+        ax.text(0.0, 0.5, text + ("" if obs is not None or c.passed is None else "  (not a number: shown as text)"),
+                transform=ax.transAxes, va="center", fontsize=7)
+        return
+    op, t = thr
+    base = _number(c.baseline)
+    values = [v for v in (obs, t, paper, base) if v is not None]
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 0.15 or max(abs(hi), 1.0) * 0.15
+    left, right = lo - pad, hi + pad
+    if op in (">=", ">"):
+        ax.axvspan(t, right, color=_COLORS["PASS"], alpha=0.10, lw=0)
+    elif op in ("<=", "<"):
+        ax.axvspan(left, t, color=_COLORS["PASS"], alpha=0.10, lw=0)
+    ax.axvline(t, color="black", ls="--", lw=1)
+    ax.plot([obs], [0], "o", color=_COLORS[status], ms=7, label="observed")
+    if base is not None:
+        ax.plot([base], [0], "s", mfc="none", mec="#555", ms=6, label="baseline")
+    if paper is not None:
+        ax.plot([paper], [0], "D", color="#1565c0", ms=5, label="paper")
+    ax.set_xlim(left, right)
+    ax.set_ylim(-1, 1)
+    ax.tick_params(axis="x", labelsize=6)
+    if c.unit:
+        ax.set_xlabel(c.unit, fontsize=6, labelpad=0)
+
+
+@validate_args(result=_RESULT)
 def claims_plot(result: Result) -> Any:
-    """One row per claim: a PASS/FAIL/SKIP box with the observed value beside its threshold.
+    """Per claim, the observed value against its threshold (shaded: the passing side), with the paper's
+    value (diamond) and the baseline (square) where known.
 
-    Claims compare values of different kinds and scales (ratios, AUCs, counts, seconds), so they are
-    shown side by side as text on a status strip rather than on one shared numeric axis.
+    Claims compare values of different kinds and scales (ratios, AUCs, counts, seconds), so each claim has
+    its own axis. A claim whose observed value or threshold is not a number is written out as text.
     """
+    from matplotlib.figure import Figure
+
     rows = result.claims
-    fig, ax = new_figure(7.2, 0.7 + 0.42 * max(1, len(rows)))
-    ax.set_axis_off()
-    ax.set_xlim(0, 1)
-    ax.set_ylim(-0.5, max(1, len(rows)) - 0.5)
-    ax.invert_yaxis()
-    ax.set_title(f"{result.experiment} [{result.mode}]: claims", fontsize=9)
+    n = max(1, len(rows))
+    fig = Figure(figsize=(7.2, 0.9 + 0.62 * n), dpi=110, layout="constrained")
+    axes = fig.subplots(n, 1, squeeze=False)[:, 0]
+    fig.suptitle(f"{result.experiment} [{result.mode}]: observed value (dot) vs threshold (dashed line)",
+                 fontsize=9)
     if not rows:
-        ax.text(0.5, 0, "no claims", ha="center", va="center")
+        axes[0].set_axis_off()
+        axes[0].text(0.5, 0.5, "no claims", ha="center", va="center")
         return fig
-    colors = {"PASS": "#2e7d32", "FAIL": "#c62828", "SKIP": "#9e9e9e"}
-    for i, c in enumerate(rows):
-        ax.add_patch(_rect((0.0, i - 0.38), 0.11, 0.76, colors[c.status]))
-        ax.text(0.055, i, c.status, ha="center", va="center", color="white", fontsize=8, weight="bold")
-        ax.text(0.13, i, _short(c.id, 12), va="center", fontsize=8, weight="bold")
-        if c.passed is None:
-            ax.text(0.25, i, _short(c.detail or "not checked in this run", 60), va="center", fontsize=7)
-            continue
-        ax.text(0.25, i, "observed: " + _short(c.observed, 30), va="center", fontsize=7)
-        ax.text(0.66, i, "threshold: " + _short(c.threshold, 28), va="center", fontsize=7)
+    for ax, c in zip(axes, rows):
+        _claim_row(ax, c)
+    handles = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=len(handles), fontsize=7)
     return fig
-
-
-def _rect(xy: tuple[float, float], width: float, height: float, color: str) -> Any:
-    from matplotlib.patches import Rectangle
-
-    return Rectangle(xy, width, height, color=color)
