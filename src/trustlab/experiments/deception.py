@@ -311,6 +311,7 @@ CLAIMS = [
     Claim("C4", "A shuffled-label probe scores AUROC within 0.5 +- 0.1 on held-out instructed pairs (mean over "
           "shuffles)", _c4),
 ]
+QUICK_EXPECTED_PASS = ("C1", "C3a", "C4")  # from the runner helper's quick run; the paper's owner revises it
 
 
 def PLOTS(result: Result) -> dict[str, Any]:

@@ -30,8 +30,6 @@ _EXPORTS: dict[str, str] = {
     "load_tokenizer": "loading",
     "register_model": "_registry",
     "tiny_random_llama": "loading",
-    "cache_root": "_cache",
-    "file_sha256": "_cache",
     # sites
     "ARCHITECTURES": "sites",
     "ArchSpec": "sites",
