@@ -142,3 +142,28 @@ def test_exit_status():
     broken = Result("d", "quick", {}, provenance={"error": {"type": "E", "message": "m"}})
     assert exit_status([ok, secondary]) == 0 and exit_status([ok, failing]) == 1
     assert exit_status([failing, broken]) == 2 and exit_status([]) == 0
+
+
+def test_provenance_reads_git_without_taking_the_index_lock(monkeypatch):
+    import subprocess
+
+    from trustlab.experiments import runner as exp_runner
+
+    calls = []
+    real = subprocess.run
+
+    def spy(cmd, *a, **k):
+        calls.append(list(cmd))
+        return real(cmd, *a, **k)
+
+    monkeypatch.setattr(exp_runner.subprocess, "run", spy)
+    sha = exp_runner._git_sha()
+    assert calls and all(c[:2] == ["git", "--no-optional-locks"] for c in calls), calls
+    assert sha  # a SHA in a checkout, "unknown (installed package, ...)" elsewhere
+
+
+def test_provenance_outside_a_checkout_says_so(monkeypatch):
+    from trustlab.experiments import runner as exp_runner
+
+    monkeypatch.setattr(exp_runner, "_git", lambda args, cwd: None)
+    assert exp_runner._git_sha().startswith("unknown (installed package")

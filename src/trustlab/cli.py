@@ -346,6 +346,8 @@ def doctor(
         except importlib.metadata.PackageNotFoundError:
             vt.add_row(dist, "[red]not installed[/]")
     for k, v in thread_settings().items():
+        if k == "threadpools":  # (api, library path, threads) -> "openblas: 2 threads"
+            v = ", ".join(f"{api}: {n} threads ({Path(path).name})" for api, path, n in v) or "none loaded"
         vt.add_row(k, str(v))
     console.print(vt)
     if missing:

@@ -42,7 +42,7 @@ def run_with_cache(
     return out, tr.captured
 
 
-@validate_args(model=[LanguageModel()], clean=[InstanceOf(Mapping)], positions="no_validation",
+@validate_args(model=[LanguageModel()], clean=[InstanceOf(dict, Mapping)], positions="no_validation",
                heads=[Interval(int, 0, None), SequenceOf(Interval(int, 0, None)), None])
 def patch_activations(
     model: Any,

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options, Satisfies
+from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError, UnknownNameError, did_you_mean
 from trustlab.core.optional import require
-from trustlab.llm.rules import LanguageModel, _is_module
+from trustlab.llm.rules import LanguageModel, TorchModule
 from trustlab.llm.sites import Site, arch_spec, check_head, dims, get_module, resolve_sites, unwrap
 
-_MODULE = Satisfies(_is_module, "a torch.nn.Module", invalid=[None, "model", 3])
+_MODULE = TorchModule()
 
 torch = require("torch", purpose="trustlab.llm hooks")
 

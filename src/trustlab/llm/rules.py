@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import ArrayLike, SequenceOf
+from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import NO_EXAMPLE, Constraint, InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError
 
-__all__ = ["LanguageModel", "Tokenizer", "TEXTS_OR_IDS", "TEXTS", "SITES", "TOKEN_IDS", "MASK", "POSITIVE_INT",
+__all__ = ["TorchModule", "LanguageModel", "Tokenizer", "TEXTS_OR_IDS", "TEXTS", "SITES", "TOKEN_IDS", "MASK", "POSITIVE_INT",
            "check_token_ids"]
 
 
@@ -47,6 +47,25 @@ def _example_model() -> Any:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         return transformers.LlamaForCausalLM(cfg).eval()
+
+
+class TorchModule(Constraint):
+    """Any ``torch.nn.Module`` (the functions that inspect an architecture explain what they support)."""
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return _is_module(value)
+
+    def describe(self) -> str:
+        return "a torch.nn.Module"
+
+    def invalid_examples(self) -> list[Any]:
+        return [None, "model", 3]
+
+    def valid_example(self) -> Any:
+        try:
+            return _example_model()
+        except ImportError:
+            return NO_EXAMPLE
 
 
 class LanguageModel(Constraint):
@@ -171,6 +190,7 @@ def _vocab_size(model: Any) -> int | None:
     return int(size) if isinstance(size, numbers.Integral) else None
 
 
+@validate_args(model=[LanguageModel()], seqs="no_validation", owner=[InstanceOf(str)], name=[InstanceOf(str)])
 def check_token_ids(model: Any, seqs: Sequence[Sequence[int]] | Any, *, owner: str, name: str = "inputs") -> None:
     """Raise :class:`InputError` when a token id is negative or not below the model's vocabulary size.
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import InstanceOf, Satisfies
+from trustlab.core.constraints import InstanceOf
 from trustlab.core.exceptions import InputError, UnknownNameError, UnsupportedModelError, did_you_mean
-from trustlab.llm.rules import _is_module
+from trustlab.llm.rules import TorchModule
 
-_MODULE = Satisfies(_is_module, "a torch.nn.Module", invalid=[None, "model", 3])
+_MODULE = TorchModule()
 
 __all__ = [
     "ArchSpec",

@@ -16,6 +16,9 @@ _LAZY = {
     "latest_results": "report",
 }
 
+#: old import paths of file helpers that moved to trustlab.core.files (kept working, not re-exported)
+_MOVED = dict.fromkeys(("atomic_write", "atomic_write_text", "to_jsonable"), "trustlab.core.files")
+
 __all__ = sorted(_LAZY)
 
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, {**_LAZY, **_MOVED})

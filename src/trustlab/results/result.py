@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from trustlab.core.exceptions import InputError
-from trustlab.core.files import atomic_write_text, to_jsonable
+from trustlab.core.files import atomic_write, atomic_write_text, to_jsonable  # noqa: F401 - old import paths
 
 __all__ = ["SCHEMA_VERSION", "ClaimOutcome", "Result"]
 
