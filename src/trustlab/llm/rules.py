@@ -68,7 +68,7 @@ class TorchModule(Constraint):
             return NO_EXAMPLE
 
 
-class LanguageModel(Constraint):
+class LanguageModel(TorchModule):
     """A loaded causal language model: a ``torch.nn.Module`` with a ``config`` (transformers or PEFT)."""
 
     def is_satisfied_by(self, value: Any) -> bool:
@@ -76,15 +76,6 @@ class LanguageModel(Constraint):
 
     def describe(self) -> str:
         return "a causal language model (a torch.nn.Module with a config, e.g. from trustlab.llm.load_model)"
-
-    def invalid_examples(self) -> list[Any]:
-        return [None, "smollm2-135m-instruct", 3]
-
-    def valid_example(self) -> Any:
-        try:
-            return _example_model()
-        except ImportError:
-            return NO_EXAMPLE
 
 
 @functools.cache
