@@ -192,4 +192,5 @@ def test_claims_plot_handles_numbers_text_and_missing_values(tmp_path):
     fig.savefig(tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 1000
     assert parse_threshold(">= 0.6") == (">=", 0.6) and parse_threshold("<= 0.3x") == ("<=", 0.3)
-    assert parse_threshold(0.5) == (">=", 0.5) and parse_threshold("> baseline") is None
+    assert parse_threshold(0.5) == ("?", 0.5) and parse_threshold("> baseline") is None
+    assert parse_threshold("0.5 +- 0.1") == ("+-", 0.5) and parse_threshold(">= 0.75 and > text") == (">=", 0.75)

@@ -97,7 +97,11 @@ def line_plot(result: Result, x: str, y: str = "value", hue: str | None = None, 
 
 
 _COLORS = {"PASS": "#2e7d32", "FAIL": "#c62828", "SKIP": "#9e9e9e"}
-_THRESHOLD = re.compile(r"^\s*(<=|>=|<|>|==|=|\u2264|\u2265)?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*\S{0,12}\s*$")
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_OP = r"(<=|>=|<|>|==|=|\u2264|\u2265)"
+_BAND = re.compile(rf"^\s*({_NUM})\s*(?:\+-|\+/-|\u00b1)\s*({_NUM})")
+_THRESHOLD = re.compile(rf"^\s*{_OP}?\s*({_NUM})(.*)$", re.S)
+_LEADING = re.compile(rf"^\s*({_NUM})(?![\w.])")
 
 
 def _number(v: Any) -> float | None:
@@ -106,21 +110,51 @@ def _number(v: Any) -> float | None:
     return None
 
 
+def _leading_number(v: Any) -> float | None:
+    """A number, or the number a short text starts with (``"0.91 (layer 15)"`` -> 0.91)."""
+    if (x := _number(v)) is not None:
+        return x
+    m = _LEADING.match(v) if isinstance(v, str) else None
+    return float(m.group(1)) if m and math.isfinite(float(m.group(1))) else None
+
+
 def parse_threshold(threshold: Any) -> tuple[str, float] | None:
-    """``(operator, value)`` of a threshold such as ``0.6``, ``">= 0.6"`` or ``"<= 0.3x"``; None if not numeric."""
+    """``(operator, value)`` of a threshold such as ``0.6``, ``">= 0.6"``, ``"<= 0.3x"`` or ``">= 0.75 and ..."``
+    (its first comparison); ``("+-", centre)`` for a band ``"0.5 +- 0.1"``; ``"?"`` is the operator of a bare
+    number (its direction is not stated). None when the threshold does not start with a number."""
     if _number(threshold) is not None:
-        return ">=", float(threshold)
+        return "?", float(threshold)
     if not isinstance(threshold, str):
         return None
+    if m := _BAND.match(threshold):
+        return "+-", float(m.group(1))
     m = _THRESHOLD.match(threshold)
     if m is None:
         return None
-    op = {"\u2264": "<=", "\u2265": ">=", "=": "==", None: ">="}.get(m.group(1), m.group(1))
+    op = {"\u2264": "<=", "\u2265": ">=", "=": "==", None: "?"}.get(m.group(1), m.group(1))
     return op, float(m.group(2))
 
 
-def _claim_row(ax: Any, c: Any) -> None:
+def _band_width(threshold: Any) -> float:
+    m = _BAND.match(threshold) if isinstance(threshold, str) else None
+    return float(m.group(2)) if m else 0.0
+
+
+def _text_row(ax: Any, c: Any) -> None:
     from trustlab.results._table import fmt_value, shorten
+
+    ax.set_xticks([])
+    ax.spines["bottom"].set_visible(False)
+    if c.passed is None:
+        text = c.detail or "not checked in this run"
+    else:
+        text = (f"observed {shorten(fmt_value(c.observed, c.unit), 45)}   threshold "
+                f"{shorten(fmt_value(c.threshold, c.unit), 35)}   (not numeric: as text)")
+    ax.text(0.0, 0.5, text, transform=ax.transAxes, va="center", fontsize=7)
+
+
+def _claim_row(ax: Any, c: Any) -> None:
+    from trustlab.results._table import shorten
 
     status = c.status
     ax.set_yticks([])
@@ -128,18 +162,16 @@ def _claim_row(ax: Any, c: Any) -> None:
         ax.spines[side].set_visible(False)
     ax.set_ylabel(f"{shorten(c.id, 10)}\n{status}" + (" (2nd)" if c.secondary else ""), rotation=0, ha="right",
                   va="center", fontsize=7, color=_COLORS[status], weight="bold")
-    obs, thr, paper = _number(c.observed), parse_threshold(c.threshold), _number(c.paper_value)
-    if obs is None or thr is None:
-        ax.set_xticks([])
-        ax.spines["bottom"].set_visible(False)
-        text = (c.detail or "not checked in this run") if c.passed is None else (
-            f"observed {shorten(fmt_value(c.observed, c.unit), 50)}   threshold {shorten(fmt_value(c.threshold, c.unit), 30)}")
-        ax.text(0.0, 0.5, text + ("" if obs is not None or c.passed is None else "  (not a number: shown as text)"),
-                transform=ax.transAxes, va="center", fontsize=7)
+    obs, thr, paper = _leading_number(c.observed), parse_threshold(c.threshold), _number(c.paper_value)
+    if obs is None or thr is None or c.passed is None:
+        _text_row(ax, c)
         return
     op, t = thr
-    base = _number(c.baseline)
-    values = [v for v in (obs, t, paper, base) if v is not None]
+    if op == "?":  # a bare number: the passing side is where a PASS lies (or the other side of a FAIL)
+        op = ">=" if (obs >= t) == bool(c.passed) else "<="
+    base = _leading_number(c.baseline)
+    half = _band_width(c.threshold)
+    values = [v for v in (obs, t - half, t + half, paper, base) if v is not None]
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.15 or max(abs(hi), 1.0) * 0.15
     left, right = lo - pad, hi + pad
@@ -147,12 +179,18 @@ def _claim_row(ax: Any, c: Any) -> None:
         ax.axvspan(t, right, color=_COLORS["PASS"], alpha=0.10, lw=0)
     elif op in ("<=", "<"):
         ax.axvspan(left, t, color=_COLORS["PASS"], alpha=0.10, lw=0)
+    elif op == "+-":
+        ax.axvspan(t - half, t + half, color=_COLORS["PASS"], alpha=0.10, lw=0)
     ax.axvline(t, color="black", ls="--", lw=1)
     ax.plot([obs], [0], "o", color=_COLORS[status], ms=7, label="observed")
     if base is not None:
         ax.plot([base], [0], "s", mfc="none", mec="#555", ms=6, label="baseline")
     if paper is not None:
         ax.plot([paper], [0], "D", color="#1565c0", ms=5, label="paper")
+    rest = _THRESHOLD.match(c.threshold) if isinstance(c.threshold, str) else None
+    if rest is not None and rest.group(3).strip(" x%"):  # more than "op number unit": show the whole rule
+        ax.text(1.0, 0.9, shorten(c.threshold, 60), transform=ax.transAxes, ha="right", va="top", fontsize=6,
+                color="#555")
     ax.set_xlim(left, right)
     ax.set_ylim(-1, 1)
     ax.tick_params(axis="x", labelsize=6)
