@@ -16,6 +16,7 @@ from typing import Annotated, Any  # noqa: E402
 
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from trustlab.core.exceptions import TrustlabError  # noqa: E402
@@ -42,7 +43,7 @@ def _extra_ok(extra: str) -> bool:
 
 
 def _fail(exc: BaseException) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    err.print("[bold red]error:[/] " + escape(str(exc)), highlight=False)
     raise typer.Exit(code=2)
 
 
@@ -94,9 +95,9 @@ def _claims_table(results: list) -> Table:
         t.add_column(col, overflow="fold", max_width=28)
     for r in results:
         for row in claim_rows(r):
-            claim = f"[dim]{row.claim}[/]" if row.claim.endswith("(secondary)") else row.claim
-            t.add_row(r.experiment, claim, f"[{_STATUS_STYLE[row.status]}]{row.status}[/]", row.observed,
-                      row.baseline, row.threshold)
+            claim = f"[dim]{escape(row.claim)}[/]" if row.claim.endswith("(secondary)") else escape(row.claim)
+            t.add_row(r.experiment, claim, f"[{_STATUS_STYLE[row.status]}]{row.status}[/]", escape(row.observed),
+                      escape(row.baseline), escape(row.threshold))
     return t
 
 
@@ -108,8 +109,8 @@ def _show_errors(results: list, debug: bool) -> None:
     for r in results:
         if r.error is None:
             continue
-        err.print(f"[bold red]ERROR[/] {r.experiment} [{r.mode}]: {r.error.get('type')}: {r.error.get('message')}",
-                  highlight=False)
+        err.print(f"[bold red]ERROR[/] {r.experiment} \\[{r.mode}]: "
+                  + escape(f"{r.error.get('type')}: {r.error.get('message')}"), highlight=False)
         if debug and r.error.get("traceback"):
             err.print(r.error["traceback"], highlight=False, markup=False)
     if any(r.error is not None for r in results) and not debug:
@@ -258,7 +259,7 @@ def _write_report(runs_dir: Path, out: Path) -> list:
             plotters[exp_id] = exp.plots
     found, skipped = scan_results(runs_dir)
     for _, reason in skipped:
-        err.print(f"[yellow]skipped:[/] {reason}", highlight=False)
+        err.print("[yellow]skipped:[/] " + escape(reason), highlight=False)
     path = build_report(runs_dir, out, plotters=plotters, titles=titles)
     console.print(f"report written to {path} (and {path.with_suffix('.html')})")
     return found
@@ -365,5 +366,5 @@ def main() -> None:
     try:
         app()
     except TrustlabError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err.print("[bold red]error:[/] " + escape(str(exc)), highlight=False)
         sys.exit(2)
