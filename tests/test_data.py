@@ -60,7 +60,7 @@ def test_user_csv_and_parquet(tmp_path):
             load_table(tmp_path / "t.parquet", target="label")
     with pytest.raises(UnknownNameError, match="Did you mean 'label'"):
         load_table(tmp_path / "t.csv", target="lable")
-    with pytest.raises(InputError, match="numeric"):
+    with pytest.raises(InputError, match=r"numeric.*'label' \(dtype \w+, e.g. 'x'\).*OneHotEncoder"):
         load_table(tmp_path / "t.csv")
     with pytest.raises(AssetNotFoundError):
         load_table(tmp_path / "missing.csv")
@@ -73,7 +73,7 @@ def test_digits_images_range_and_noise():
     assert np.array_equal(n1.X, n2.X) and not np.array_equal(n1.X, clean.X)
     assert n1.X.min() >= 0 and n1.X.max() <= 1
     assert load_digits_images(flatten=True).X.shape == (1797, 64)
-    with pytest.raises(ConfigError, match="'noise' parameter of load_digits_images"):
+    with pytest.raises(ConfigError, match="'noise' argument of load_digits_images"):
         load_digits_images(-1.0)
 
 
@@ -85,7 +85,7 @@ def test_timeseries_bundled_offline():
     assert load_timeseries("GunPoint", "all").X.shape[0] == 200
     with pytest.raises(UnknownNameError, match="GunPoint"):
         load_timeseries("GunPiont")
-    with pytest.raises(InputError, match="split"):
+    with pytest.raises(ConfigError, match="'split' argument of load_timeseries"):
         load_timeseries("GunPoint", "val")
 
 
@@ -156,3 +156,19 @@ def test_partition_bad_args():
         partition_iid(np.arange(5), 0)
     with pytest.raises(InputError, match="at least one sample per client"):
         partition_iid(np.arange(3), 5)
+
+
+def test_categorical_column_error_names_the_column_and_hints_at_encoding():
+    """Issue 15: a categorical column used to fail with "could not convert string to float: 'Nice'"."""
+    from trustlab.core.arguments import ArrayLike
+    from trustlab.core.constraints import validate_value
+    from trustlab.core.validation import check_array
+
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"age": [30, 40], "city": pd.Categorical(["Nice", "Paris"])})
+    with pytest.raises(InputError, match=r"'X' argument of Model must hold numbers.*'city' \(dtype category, "
+                                         r"e.g. 'Nice'\).*encode them first"):
+        check_array(df, owner="Model")
+    with pytest.raises(InputError, match=r"'city'.*OrdinalEncoder"):
+        validate_value("fit", "X", df, [ArrayLike(ndim=2)], noun="argument")
+    assert check_array(df[["age"]]).shape == (2, 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -10,12 +11,13 @@ from trustlab.core.exceptions import ConfigError, UnknownNameError
 from trustlab.experiments import (
     apply_overrides,
     evaluate_claims,
+    exit_status,
     experiment_ids,
     get_experiment,
     run_experiment,
 )
 from trustlab.experiments.base import Claim, ExperimentConfig, RunContext
-from trustlab.results import Result
+from trustlab.results import ClaimOutcome, Result
 
 
 def test_overrides_coerce_and_suggest(toy_experiment):
@@ -72,8 +74,96 @@ def test_unknown_experiment_suggests(toy_experiment):
         get_experiment("toyexpp")
 
 
-def test_budget_check():
+def test_budget_is_a_target_unless_strict():
     ctx = RunContext(seeds=(0,), budget_s=0.0)
-    with pytest.raises(TimeoutError, match="budget"):
-        ctx.check_budget("step 1")
+    ctx.check_budget("step 1")  # a target: recorded, the run goes on
+    ctx.check_budget("step 2")
+    assert ctx.overrun_at == "step 1" and len([m for m in ctx.log if m.startswith("budget:")]) == 1
+    strict = RunContext(seeds=(0,), budget_s=0.0, strict_budget=True)
+    with pytest.raises(TimeoutError, match="strict budget"):
+        strict.check_budget("step 1")
     assert list(RunContext(seeds=(0,), show_progress=False).progress([1, 2])) == [1, 2]
+
+
+def test_untimed_blocks_are_kept_out_of_the_measured_time():
+    ctx = RunContext(seeds=(0,), budget_s=0.05, strict_budget=True)
+    with ctx.untimed("load model"):
+        with ctx.untimed("inner"):  # nested blocks count once, under the outer label
+            time.sleep(0.15)
+    ctx.check_budget("after loading")  # the 0.15 s are not measured
+    assert ctx.elapsed < 0.05 and set(ctx.untimed_s) == {"load model"} and ctx.untimed_s["load model"] >= 0.15
+    with pytest.raises(ConfigError, match="label"):
+        with ctx.untimed(""):
+            pass
+
+
+def test_runner_records_budget_and_untimed_time(toy_experiment, tmp_path):
+    result, _ = run_experiment("toyslow", "quick", out_dir=None, show_progress=False)
+    prov = result.provenance
+    assert prov["within_budget"] is False and prov["overrun_at"] == "toy work" and prov["strict_budget"] is False
+    assert prov["untimed_s"]["prepare toy model"] >= 0.3 and prov["timed_s"] < prov["wall_time_s"] - 0.25
+    with pytest.raises(TimeoutError, match="strict budget"):
+        run_experiment("toyslow", "quick", out_dir=None, show_progress=False, strict_budget=True)
+    with pytest.raises(TimeoutError):
+        run_experiment("toyslow", "quick", out_dir=None, show_progress=False, budget_s=0.05)  # explicit: strict
+    result, _ = run_experiment("toyslow", "quick", out_dir=None, show_progress=False, budget_s=60)
+    assert result.provenance["within_budget"] is True
+
+
+def test_run_experiment_restores_the_callers_global_state(toy_experiment):
+    import random
+    import warnings
+
+    import matplotlib
+    import numpy as np
+    import torch
+
+    from trustlab.core.seeding import global_rng_state, same_global_rng_state
+
+    threads, filters, lw = torch.get_num_threads(), list(warnings.filters), matplotlib.rcParams["lines.linewidth"]
+    before = global_rng_state()
+    run_experiment("toyleak", "quick", out_dir=None, show_progress=False)
+    assert torch.get_num_threads() == threads and warnings.filters == filters
+    assert matplotlib.rcParams["lines.linewidth"] == lw and same_global_rng_state(before, global_rng_state())
+    random.random(), np.random.random()  # noqa: B018 - the caller's streams still work
+    a, _ = run_experiment("toystate", "quick", out_dir=None, show_progress=False)
+    torch.manual_seed(999)
+    random.seed(5)
+    b, _ = run_experiment("toystate", "quick", out_dir=None, show_progress=False)
+    assert a.summary == b.summary  # every run starts from the same seeded state
+
+
+def test_exit_status():
+    ok = Result("a", "quick", {})
+    failing = Result("b", "quick", {})
+    failing.claims = [ClaimOutcome("X", "s", False, 0, 1)]
+    secondary = Result("c", "quick", {})
+    secondary.claims = [ClaimOutcome("Y", "s", False, 0, 1, secondary=True)]
+    broken = Result("d", "quick", {}, provenance={"error": {"type": "E", "message": "m"}})
+    assert exit_status([ok, secondary]) == 0 and exit_status([ok, failing]) == 1
+    assert exit_status([failing, broken]) == 2 and exit_status([]) == 0
+
+
+def test_provenance_reads_git_without_taking_the_index_lock(monkeypatch):
+    import subprocess
+
+    from trustlab.experiments import runner as exp_runner
+
+    calls = []
+    real = subprocess.run
+
+    def spy(cmd, *a, **k):
+        calls.append(list(cmd))
+        return real(cmd, *a, **k)
+
+    monkeypatch.setattr(exp_runner.subprocess, "run", spy)
+    sha = exp_runner._git_sha()
+    assert calls and all(c[:2] == ["git", "--no-optional-locks"] for c in calls), calls
+    assert sha  # a SHA in a checkout, "unknown (installed package, ...)" elsewhere
+
+
+def test_provenance_outside_a_checkout_says_so(monkeypatch):
+    from trustlab.experiments import runner as exp_runner
+
+    monkeypatch.setattr(exp_runner, "_git", lambda args, cwd: None)
+    assert exp_runner._git_sha().startswith("unknown (installed package")

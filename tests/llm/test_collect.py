@@ -33,7 +33,7 @@ def test_position_helpers():
     assert L.valid_positions(mask, skip_first=False).tolist() == mask.bool().tolist()
     ids, m = L.pad_batch([[1, 2], [3]], pad_id=0, side="left")
     assert ids.tolist() == [[1, 2], [0, 3]] and m.tolist() == [[1, 1], [0, 1]]
-    with pytest.raises(ConfigError, match="'left' or 'right'"):
+    with pytest.raises(ConfigError, match="'side' argument of pad_batch"):
         L.pad_batch([[1]], 0, side="middle")
 
 
@@ -126,3 +126,20 @@ def test_head_means(tiny):
     allp = L.collect(model, texts, ["blocks.1.head_out"], positions="all", progress=False)
     np.testing.assert_allclose(means[1], allp["blocks.1.head_out"].mean(0), atol=1e-6)
     assert set(means) == {0, 1}
+
+
+def test_token_ids_outside_the_vocabulary_are_refused(tiny):
+    """Issue 15: collect(model, [[1, 10**7]]) failed in torch with "index out of range in self"."""
+    import torch
+
+    model, _ = tiny
+    vocab = model.config.vocab_size
+    with pytest.raises(InputError, match=rf"'inputs' argument of collect must hold token ids in \[0, {vocab - 1}\]"
+                                         r".*Got the id 10000000 in item 0"):
+        L.collect(model, [[1, 10**7]], ["blocks.0.resid_post"], progress=False)
+    with pytest.raises(InputError, match="Got the id -1"):
+        L.collect(model, [[1, 2], [-1, 3]], ["blocks.0.resid_post"], progress=False)
+    with pytest.raises(InputError, match=rf"'input_ids' argument of token_logprobs .* Got the id {vocab}"):
+        L.token_logprobs(model, torch.tensor([[1, vocab]]))
+    with pytest.raises(InputError, match="'corrupt' argument of patch_all_heads"):
+        L.patch_all_heads(model, [1, 2, 10**7], [1, 2, 3], [5])

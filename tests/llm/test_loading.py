@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -206,3 +207,29 @@ def test_user_folder_with_manifest_is_verified(tmp_path, tiny):
 def test_folder_without_model(tmp_path):
     with pytest.raises(AssetNotFoundError, match="neither an HF model"):
         L.load_model(tmp_path)
+
+
+def test_tokenizer_files_are_hash_verified_by_default(monkeypatch, tmp_path, tiny):
+    """Same-size corruption of a cached tokenizer (e.g. two token ids swapped) is caught, not used."""
+    monkeypatch.setattr(loading, "_gguf_load", _fake_gguf_loader(tiny))
+    gguf = tmp_path / "fake.gguf"
+    gguf.write_bytes(b"GGUF fake")
+    cache = tmp_path / "cache"
+    entry = Path(L.load_model(gguf, cache_dir=cache).info.cache_path)
+    tj = entry / "tokenizer.json"
+    text = tj.read_text(encoding="utf-8")
+    ids = {t: re.search(rf'"{t}": ?(\d+)', text) for t in ("\u0120Paris", "\u0120London")}
+    (a, b) = ids.values()
+    assert len(a.group(1)) == len(b.group(1))  # so the swap keeps the file size
+    swapped = list(text)
+    swapped[a.start(1):a.end(1)], swapped[b.start(1):b.end(1)] = b.group(1), a.group(1)
+    tj.write_text("".join(swapped), encoding="utf-8")  # " Paris" now encodes as " London"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        L.load_tokenizer(gguf, cache_dir=cache, verify="size")  # explicit opt-in: sizes only, not noticed
+    with pytest.warns(UserWarning, match="tokenizer files .* failed verification"):
+        tok = L.load_tokenizer(gguf, cache_dir=cache)
+    assert tok(" Paris")["input_ids"] == tiny[1](" Paris")["input_ids"]
+    assert list((cache / "tokenizers").iterdir())
+    with pytest.raises(ConfigError, match="'verify' argument of load_tokenizer"):
+        L.load_tokenizer(gguf, cache_dir=cache, verify="fast")

@@ -131,7 +131,7 @@ def test_score_responses_and_options(tiny):
     ("call", "exc", "match"),
     [
         (lambda m, t: L.encode_responses(t, ["a"], ["b", "c"]), InputError, "as many prompts"),
-        (lambda m, t: L.encode_responses(t, "a", "b"), InputError, "lists"),
+        (lambda m, t: L.encode_responses(t, "a", "b"), InputError, "must be a list of"),
         (lambda m, t: L.encode_responses(t, ["a"], [""]), InputError, "Response 0 has no tokens"),
         (lambda m, t: L.score_options(m, t, ["a", "b"], [[" x"], [" y", " z"]]), InputError, "equally long"),
         (lambda m, t: L.token_logprobs(m, torch.ones(1, 3)), InputError, "integer token ids"),

@@ -143,3 +143,14 @@ def test_load_embedder():
     assert vecs.shape == (3, 384)
     cos = vecs @ vecs.T / np.outer(np.linalg.norm(vecs, axis=1), np.linalg.norm(vecs, axis=1))
     assert cos[0, 1] > cos[0, 2]
+
+
+@pytest.mark.llm
+def test_doctor_warm_prepares_the_smollm2_cache():
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    res = CliRunner().invoke(app, ["doctor", "--warm"])
+    assert res.exit_code == 0, res.output
+    assert "SmolLM2-135M-Instruct:" in res.output and ("cache" in res.output)

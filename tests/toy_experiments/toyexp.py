@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trustlab.core.base import PaperInfo
-from trustlab.experiments.base import Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
 from trustlab.results.plots import bar_plot
 from trustlab.results.result import Result
 
@@ -46,16 +46,23 @@ def run(cfg: Config, ctx: RunContext) -> Result:
     return res
 
 
-def _above(result: Result):
+def _above(result: Result) -> CheckResult:
     obs = result.summary["mean"]
     thr = result.config["threshold"]
-    return obs >= thr, obs, thr, 0.5
+    return CheckResult(obs >= thr, obs, f">= {thr}", baseline=0.5, unit="heads/flip")
+
+
+def _never(result: Result) -> CheckResult:
+    return CheckResult(False, {"mean": result.summary["mean"], "third": 1 / 3}, "> 1", detail="a secondary line")
 
 
 CLAIMS = [
-    Claim("C1", "the coin mean reaches the threshold", _above, scale_note="toy"),
+    Claim("C1", "the coin mean reaches the threshold", _above, scale_note=lambda cfg: f"toy, {cfg['n']} flips",
+          paper_value=0.7),
     Claim("C2", "only checked in paper mode", _above, modes=("paper",)),
+    Claim("C3", "a secondary line that always fails", _never, secondary=True),
 ]
+QUICK_EXPECTED_PASS = ("C1",)
 
 
 def PLOTS(result: Result) -> dict:

@@ -6,6 +6,7 @@ loader) does not pay for scikit-learn's import through :mod:`trustlab.core.base`
 
 from __future__ import annotations
 
+from trustlab.core.exceptions import ERROR_NAMES
 from trustlab.core.lazy import lazy_exports
 
 _LAZY = {
@@ -16,9 +17,7 @@ _LAZY = {
     "Interval": "trustlab.core.constraints",
     "Options": "trustlab.core.constraints",
     "validate_params": "trustlab.core.constraints",
-    "ConfigError": "trustlab.core.exceptions",
-    "InputError": "trustlab.core.exceptions",
-    "TrustlabError": "trustlab.core.exceptions",
+    **dict.fromkeys(ERROR_NAMES, "trustlab.core.exceptions"),
     "METHODS": "trustlab.core.registry",
     "Registry": "trustlab.core.registry",
     "ROLES": "trustlab.core.roles",
@@ -34,6 +33,6 @@ _LAZY = {
     "Router": "trustlab.core.roles",
 }
 
-__all__ = list(_LAZY)
+__all__ = sorted(_LAZY)
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -26,6 +26,7 @@ from trustlab.core.constraints import (
     validate_value,
 )
 from trustlab.core.exceptions import InputError
+from trustlab.core.validation import non_numeric_columns
 
 __all__ = ["validate_args", "ArrayLike", "SequenceOf", "declared_args", "NO_EXAMPLE"]
 
@@ -62,6 +63,8 @@ class ArrayLike(Constraint):
         self.dtype, self.finite, self.min_len, self.low, self.high = dtype, finite, min_len, low, high
 
     def why_not(self, value: Any) -> str:
+        if self.dtype != "any" and (why := non_numeric_columns(value)):
+            return why
         arr = _as_array(value)
         if arr is None or arr.dtype == object and self.dtype != "any":
             return "" if arr is None else "it holds values that are not numbers"

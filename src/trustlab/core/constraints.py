@@ -169,6 +169,13 @@ class Options(Constraint):
     def describe(self) -> str:
         return "one of {" + ", ".join(repr(v) for v in self.values) + "}"
 
+    def why_not(self, value: Any) -> str:
+        """A "did you mean" hint for a misspelt string option ("" otherwise)."""
+        from trustlab.core.exceptions import did_you_mean
+
+        strings = [v for v in self.values if isinstance(v, str)]
+        return did_you_mean(value, strings).strip() if isinstance(value, str) and strings else ""
+
     def invalid_examples(self) -> list[Any]:
         return ["__invalid_option__", -12345]
 

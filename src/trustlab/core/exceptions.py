@@ -10,7 +10,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = [
+#: the public error and warning classes, in one place: ``trustlab``, ``trustlab.exceptions`` and
+#: ``trustlab.core`` export exactly these names from this module
+ERROR_NAMES = (
     "TrustlabError",
     "ConfigError",
     "InputError",
@@ -22,8 +24,9 @@ __all__ = [
     "BudgetExceededError",
     "ScaleWarning",
     "ConvergenceWarning",
-    "did_you_mean",
-]
+)
+
+__all__ = [*ERROR_NAMES, "ERROR_NAMES", "did_you_mean"]
 
 
 class TrustlabError(Exception):

@@ -6,7 +6,15 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "resolve_export"]
+
+
+def resolve_export(package: str, name: str, target: str) -> tuple[str, str]:
+    """``(module, attribute)`` of an entry of an export map (see :func:`lazy_exports` for the notation)."""
+    module, _, attr = target.partition(":")
+    if not module.startswith("trustlab."):
+        module = f"{package}.{module}"
+    return module, attr or name
 
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
@@ -30,10 +38,8 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[st
         target = exports.get(name)
         if target is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module, _, attr = target.partition(":")
-        if not module.startswith("trustlab."):
-            module = f"{package}.{module}"
-        value = getattr(importlib.import_module(module), attr or name)
+        module, attr = resolve_export(package, name, target)
+        value = getattr(importlib.import_module(module), attr)
         namespace[name] = value
         return value
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,23 @@ class Registry:
                 "Pick another name or pass replace=True."
             )
         self._entries[name] = Entry(name, target, dict(meta))
+
+    def register_exports(self, package: str, exports: Mapping[str, str], names: Iterable[str], **meta: Any) -> None:
+        """Register ``names`` at the dotted paths their package's lazy export map gives them.
+
+        One source for class paths: a method package writes each path once, in the map it passes to
+        :func:`~trustlab.core.lazy.lazy_exports`, and registers from the same map::
+
+            _LAZY = {"AMUN": "_methods", "Retrain": "_methods", "adversarial_set": "_adversarial"}
+            METHODS.register_exports(__name__, _LAZY, ["AMUN", "Retrain"], paper="amun", role="model_edit")
+        """
+        from trustlab.core.lazy import resolve_export
+
+        for name in names:
+            if name not in exports:
+                raise KeyError(f"register_exports: {name!r} is not in the export map of {package}.")
+            module, attr = resolve_export(package, name, exports[name])
+            self.register(name, f"{module}:{attr}", **meta)
 
     def unregister(self, name: str) -> None:
         self.entry(name)

@@ -8,11 +8,33 @@ import numpy as np
 
 from trustlab.core.exceptions import InputError, NotFittedError
 
-__all__ = ["check_array", "check_X_y", "check_consistent_length", "check_is_fitted", "check_n_features"]
+__all__ = ["check_array", "check_X_y", "check_consistent_length", "check_is_fitted", "check_n_features",
+           "non_numeric_columns"]
 
 
 def _owner(owner: str | None) -> str:
     return f" of {owner}" if owner else ""
+
+
+def non_numeric_columns(frame: Any) -> str:
+    """For a DataFrame-like with non-numeric columns, a description naming them with a value and an
+    encoding hint; ``""`` when every column is numeric (or ``frame`` has no columns)."""
+    dtypes = getattr(frame, "dtypes", None)
+    if dtypes is None or not hasattr(frame, "columns") or not hasattr(dtypes, "items"):
+        return ""
+    bad = []
+    for col, dt in dtypes.items():
+        kind = getattr(dt, "kind", "O")
+        if kind not in "biuf":
+            try:
+                example = next((v for v in frame[col] if v is not None), None)
+            except Exception:  # noqa: BLE001 - an odd column: name it without an example
+                example = None
+            bad.append(f"{col!r} (dtype {dt}" + (f", e.g. {example!r})" if example is not None else ")"))
+    if not bad:
+        return ""
+    return (f"non-numeric column(s) {', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''}; encode them first, e.g. "
+            "with sklearn's OneHotEncoder or OrdinalEncoder in a ColumnTransformer, or pd.get_dummies")
 
 
 def check_array(
@@ -32,6 +54,8 @@ def check_array(
     """
     if X is None:
         raise InputError(f"The '{name}' argument{_owner(owner)} must be an array-like. Got None instead.")
+    if dtype == "numeric" and (why := non_numeric_columns(X)):
+        raise InputError(f"The '{name}' argument{_owner(owner)} must hold numbers. Got {why}.")
     if hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):
         X = X.to_numpy()
     try:

@@ -1,15 +1,28 @@
 """Offline data: scikit-learn's bundled tables and digits, aeon's bundled series, shipped text, partitioners."""
 
-from trustlab.data._base import Dataset
-from trustlab.data.federated import partition_dirichlet, partition_iid, partition_shards
-from trustlab.data.images import load_digits_images
-from trustlab.data.shipped import read_shipped_json, shipped_names
-from trustlab.data.tabular import TABULAR_SETS, load_table, load_tabular
-from trustlab.data.text import list_text_sets, load_text, read_jsonl
-from trustlab.data.timeseries import list_timeseries, load_timeseries, load_ts_file
+from __future__ import annotations
 
-__all__ = [
-    "Dataset", "TABULAR_SETS", "load_tabular", "load_table", "load_digits_images", "list_timeseries",
-    "load_timeseries", "load_ts_file", "list_text_sets", "load_text", "read_jsonl", "partition_iid",
-    "partition_dirichlet", "partition_shards", "read_shipped_json", "shipped_names",
-]
+from trustlab.core.lazy import lazy_exports
+
+_LAZY = {
+    "Dataset": "_base",
+    "TABULAR_SETS": "tabular",
+    "load_tabular": "tabular",
+    "load_table": "tabular",
+    "load_digits_images": "images",
+    "list_timeseries": "timeseries",
+    "load_timeseries": "timeseries",
+    "load_ts_file": "timeseries",
+    "list_text_sets": "text",
+    "load_text": "text",
+    "read_jsonl": "text",
+    "partition_iid": "federated",
+    "partition_dirichlet": "federated",
+    "partition_shards": "federated",
+    "read_shipped_json": "shipped",
+    "shipped_names": "shipped",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

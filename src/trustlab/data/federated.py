@@ -10,21 +10,27 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, validate_value
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import Interval
 from trustlab.core.exceptions import InputError
 from trustlab.core.validation import check_array
 
 __all__ = ["partition_iid", "partition_dirichlet", "partition_shards"]
 
 
+_LABELS = [ArrayLike(ndim=1, dtype="any")]
+_CLIENTS = [Interval(int, 1, None)]
+_SEED = [Interval(int, 0, None)]
+
+
 def _prep(y: Any, n_clients: int, owner: str) -> np.ndarray:
-    validate_value(owner, "n_clients", n_clients, [Interval(int, 1, None)])
     y = check_array(y, name="y", owner=owner, ndim=1, dtype=None)
     if len(y) < n_clients:
         raise InputError(f"{owner} needs at least one sample per client: got {len(y)} samples for {n_clients} clients.")
     return y
 
 
+@validate_args(y=_LABELS, n_clients=_CLIENTS, seed=_SEED)
 def partition_iid(y: Any, n_clients: int, *, seed: int = 0) -> list[np.ndarray]:
     """Shuffle and cut into ``n_clients`` near-equal parts."""
     y = _prep(y, n_clients, "partition_iid")
@@ -32,6 +38,8 @@ def partition_iid(y: Any, n_clients: int, *, seed: int = 0) -> list[np.ndarray]:
     return [np.sort(p) for p in np.array_split(perm, n_clients)]
 
 
+@validate_args(y=_LABELS, n_clients=_CLIENTS, alpha=[Interval("real", 0, None, closed="neither")], seed=_SEED,
+               min_size=[Interval(int, 0, None)], max_tries=[Interval(int, 1, None)])
 def partition_dirichlet(
     y: Any, n_clients: int, alpha: float = 0.5, *, seed: int = 0, min_size: int = 1, max_tries: int = 100
 ) -> list[np.ndarray]:
@@ -40,8 +48,6 @@ def partition_dirichlet(
     Re-draws (up to ``max_tries``) until every client holds at least ``min_size`` samples.
     """
     y = _prep(y, n_clients, "partition_dirichlet")
-    validate_value("partition_dirichlet", "alpha", alpha, [Interval("real", 0, None, closed="neither")])
-    validate_value("partition_dirichlet", "min_size", min_size, [Interval(int, 0, None)])
     if min_size * n_clients > len(y):
         raise InputError(f"partition_dirichlet cannot give {n_clients} clients {min_size} samples each from {len(y)}.")
     rng = np.random.default_rng(seed)
@@ -62,10 +68,10 @@ def partition_dirichlet(
     )
 
 
+@validate_args(y=_LABELS, n_clients=_CLIENTS, shards_per_client=[Interval(int, 1, None)], seed=_SEED)
 def partition_shards(y: Any, n_clients: int, shards_per_client: int = 2, *, seed: int = 0) -> list[np.ndarray]:
     """McMahan et al.'s pathological split: sort by label, cut into shards, deal shards to clients."""
     y = _prep(y, n_clients, "partition_shards")
-    validate_value("partition_shards", "shards_per_client", shards_per_client, [Interval(int, 1, None)])
     n_shards = n_clients * shards_per_client
     if n_shards > len(y):
         raise InputError(f"partition_shards needs at least {n_shards} samples for {n_shards} shards; got {len(y)}.")

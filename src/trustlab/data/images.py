@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, validate_value
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Boolean, Interval
 from trustlab.data._base import Dataset
 
 __all__ = ["load_digits_images"]
 
 
+@validate_args(noise=[Interval("real", 0, None)], seed=[Interval(int, 0, None)], flatten=[Boolean()])
 def load_digits_images(noise: float = 0.0, *, seed: int = 0, flatten: bool = False) -> Dataset:
     """The 1,797 8x8 digits as float32 images in [0, 1] (pixels / 16).
 
@@ -28,8 +30,6 @@ def load_digits_images(noise: float = 0.0, *, seed: int = 0, flatten: bool = Fal
     >>> ds.X.shape, float(ds.X.max()) <= 1.0
     ((1797, 8, 8), True)
     """
-    validate_value("load_digits_images", "noise", noise, [Interval("real", 0, None)])
-    validate_value("load_digits_images", "seed", seed, [Interval(int, 0, None)])
     from sklearn.datasets import load_digits
 
     b = load_digits()

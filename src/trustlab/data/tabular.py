@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import InstanceOf
 from trustlab.core.exceptions import AssetNotFoundError, InputError, UnknownNameError, did_you_mean
+from trustlab.core.validation import non_numeric_columns
 from trustlab.data._base import Dataset
 
 __all__ = ["TABULAR_SETS", "load_tabular", "load_table"]
@@ -22,6 +26,10 @@ TABULAR_SETS = {
 }
 
 
+_PATH = [InstanceOf(str, os.PathLike)]
+
+
+@validate_args(name=[InstanceOf(str)])
 def load_tabular(name: str) -> Dataset:
     """Load one of scikit-learn's bundled tabular sets by name (offline).
 
@@ -57,6 +65,7 @@ def load_tabular(name: str) -> Dataset:
     )
 
 
+@validate_args(path=_PATH, target=[InstanceOf(str), None], name=[InstanceOf(str), None])
 def load_table(path: str | Path, target: str | None = None, *, name: str | None = None) -> Dataset:
     """Load the user's own CSV or Parquet file; ``target`` names the label column (optional).
 
@@ -87,9 +96,8 @@ def load_table(path: str | Path, target: str | None = None, *, name: str | None 
                 f"Columns: {', '.join(map(str, df.columns))}."
             )
         y = df.pop(target).to_numpy()
-    bad = [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])]
-    if bad:
-        raise InputError(f"load_table needs numeric feature columns; {bad} in {p.name} are not. Encode them first.")
+    if why := non_numeric_columns(df):
+        raise InputError(f"The file {p.name} passed to load_table must have numeric feature columns. Got {why}.")
     return Dataset(
         X=df.to_numpy(dtype=np.float64),
         y=y,

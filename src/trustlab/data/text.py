@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import InstanceOf
 from trustlab.core.exceptions import AssetNotFoundError, InputError, UnknownNameError, did_you_mean
 from trustlab.data._base import Dataset
 
@@ -19,11 +22,16 @@ def _files() -> Any:
     return resources.files("trustlab.data") / "_files"
 
 
+_PATH = [InstanceOf(str, os.PathLike)]
+
+
+@validate_args()
 def list_text_sets() -> list[str]:
     """Names of the JSONL sets shipped with trustlab."""
     return sorted(p.name[: -len(".jsonl")] for p in _files().iterdir() if p.name.endswith(".jsonl"))
 
 
+@validate_args(path=_PATH)
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Read a JSONL file (one JSON object a line); errors name the file and line."""
     p = Path(path)
@@ -46,6 +54,7 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
+@validate_args(name_or_path=_PATH, text_field=[InstanceOf(str)], label_field=[InstanceOf(str), None])
 def load_text(name_or_path: str | Path, *, text_field: str = "text", label_field: str | None = "label") -> Dataset:
     """Load a shipped text set by name (see :func:`list_text_sets`) or the user's JSONL file.
 

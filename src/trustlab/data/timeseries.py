@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import InstanceOf, Options
 from trustlab.core.exceptions import AssetNotFoundError, InputError, UnknownNameError, did_you_mean
 from trustlab.core.optional import require
 from trustlab.data._base import Dataset
@@ -18,6 +21,7 @@ def _bundled_dir() -> Path:
     return Path(aeon_datasets.__file__).parent / "data"
 
 
+@validate_args()
 def list_timeseries() -> list[str]:
     """Names of the classification/regression sets aeon ships with a TRAIN and a TEST ``.ts`` file."""
     root = _bundled_dir()
@@ -27,6 +31,7 @@ def list_timeseries() -> list[str]:
     )
 
 
+@validate_args(path=[InstanceOf(str, os.PathLike)], name=[InstanceOf(str), None])
 def load_ts_file(path: str | Path, *, name: str | None = None) -> Dataset:
     """Load a ``.ts`` file (the UCR/UEA format) from the user's disk: X is (n, channels, length)."""
     p = Path(path)
@@ -43,6 +48,7 @@ def load_ts_file(path: str | Path, *, name: str | None = None) -> Dataset:
     )
 
 
+@validate_args(name=[InstanceOf(str)], split=[Options(("train", "test", "all"))])
 def load_timeseries(name: str, split: str = "train") -> Dataset:
     """Load one of aeon's bundled sets by name, ``split`` in {"train", "test", "all"}.
 
@@ -52,8 +58,6 @@ def load_timeseries(name: str, split: str = "train") -> Dataset:
     >>> ds.X.shape  # doctest: +SKIP
     (50, 1, 150)
     """
-    if split not in ("train", "test", "all"):
-        raise InputError(f"The 'split' argument of load_timeseries must be one of 'train', 'test', 'all'. Got {split!r}.")
     names = list_timeseries()
     if name not in names:
         raise UnknownNameError(

@@ -1,15 +1,24 @@
 """Experiments: one module per paper reproducing its claims (see :mod:`trustlab.experiments.base`)."""
 
-from trustlab.experiments.base import MODES, Claim, ExperimentConfig, RunContext, evaluate_claims
-from trustlab.experiments.runner import (
-    Experiment,
-    apply_overrides,
-    experiment_ids,
-    get_experiment,
-    run_experiment,
-)
+from __future__ import annotations
 
-__all__ = [
-    "MODES", "Claim", "ExperimentConfig", "RunContext", "evaluate_claims", "Experiment", "apply_overrides",
-    "experiment_ids", "get_experiment", "run_experiment",
-]
+from trustlab.core.lazy import lazy_exports
+
+_LAZY = {
+    "MODES": "base",
+    "Claim": "base",
+    "CheckResult": "base",
+    "ExperimentConfig": "base",
+    "RunContext": "base",
+    "evaluate_claims": "base",
+    "Experiment": "runner",
+    "apply_overrides": "runner",
+    "experiment_ids": "runner",
+    "get_experiment": "runner",
+    "run_experiment": "runner",
+    "exit_status": "runner",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

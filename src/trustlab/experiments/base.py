@@ -6,13 +6,16 @@ An experiment module ``trustlab/experiments/<id>.py`` defines:
 * ``Config``: a frozen dataclass subclassing :class:`ExperimentConfig` with ``quick()`` (<= 60 s, used
   in tests), ``default()`` (<= 10 min on 2 cores) and ``paper()`` (the paper's setting);
 * ``run(cfg, ctx) -> Result`` using only public method APIs;
-* ``CLAIMS``: a list of :class:`Claim`; optionally ``PLOTS(result) -> {name: Figure}``.
+* ``CLAIMS``: a list of :class:`Claim`; optionally ``PLOTS(result) -> {name: Figure}``;
+* ``QUICK_EXPECTED_PASS``: the tuple of claim ids expected to PASS in quick mode (``tests/test_reproduce.py``
+  fails when one of them does not, so a regression shows in CI; ``()`` when none is expected to).
 
 Module top level must stay light (no torch import): heavy imports go inside ``run``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.constraints import InstanceOf
 from trustlab.core.exceptions import BudgetExceededError, ConfigError
 from trustlab.results.result import ClaimOutcome, Result
 
@@ -71,26 +76,73 @@ class ExperimentConfig:
 
 @dataclass
 class RunContext:
-    """What a running experiment may use: its seeds, output folder, budget and progress reporting."""
+    """What a running experiment may use: its seeds, output folder, budget and progress reporting.
+
+    ``budget_s`` is a target: :meth:`check_budget` records the first point at which the run went past
+    it (``overrun_at``) and carries on, unless ``strict_budget`` is set (the user passed ``--budget S`` or
+    ``--strict-budget``), in which case it raises :class:`BudgetExceededError`. Time spent inside
+    :meth:`untimed` blocks (e.g. converting a model on first use) is kept out of the measured time and
+    recorded per label in ``untimed_s``.
+    """
 
     seeds: tuple[int, ...]
     out_dir: Path | None = None
     budget_s: float | None = None
     show_progress: bool = True
+    strict_budget: bool = False
     started: float = field(default_factory=time.perf_counter)
     log: list[str] = field(default_factory=list)
+    untimed_s: dict[str, float] = field(default_factory=dict)
+    overrun_at: str | None = None
+    _untimed_since: float | None = field(default=None, repr=False)
+    _untimed_depth: int = field(default=0, repr=False)
 
     @property
     def elapsed(self) -> float:
-        return time.perf_counter() - self.started
+        """Measured seconds so far: wall time since the start minus time spent in :meth:`untimed` blocks."""
+        now = time.perf_counter()
+        open_block = now - self._untimed_since if self._untimed_since is not None else 0.0
+        return now - self.started - sum(self.untimed_s.values()) - open_block
+
+    @contextlib.contextmanager
+    def untimed(self, label: str) -> Iterator[None]:
+        """Keep the block's time out of the budget (recorded under ``label`` in provenance ``untimed_s``).
+
+        Use it for one-off preparation a user pays once per machine, not for the measured work::
+
+            with ctx.untimed("load SmolLM2"):
+                model, tok = load_model("smollm2-135m-instruct")
+        """
+        if not isinstance(label, str) or not label:
+            raise ConfigError(f"The 'label' argument of RunContext.untimed must be a non-empty str. Got {label!r} instead.")
+        outer = self._untimed_depth == 0
+        t0 = time.perf_counter()
+        if outer:
+            self._untimed_since = t0
+        self._untimed_depth += 1
+        try:
+            yield
+        finally:
+            self._untimed_depth -= 1
+            if outer:
+                self._untimed_since = None
+                self.untimed_s[label] = self.untimed_s.get(label, 0.0) + time.perf_counter() - t0
 
     def check_budget(self, what: str = "") -> None:
-        """Raise :class:`BudgetExceededError` when the wall-clock budget is spent."""
-        if self.budget_s is not None and self.elapsed > self.budget_s:
+        """Record (or, with a strict budget, refuse) running past the budget; call it between stages."""
+        if self.budget_s is None or self.elapsed <= self.budget_s:
+            return
+        where = f" at {what}" if what else ""
+        if self.strict_budget:
             raise BudgetExceededError(
-                f"The experiment ran past its budget of {self.budget_s:.0f} s ({self.elapsed:.0f} s elapsed"
-                f"{' at ' + what if what else ''}). Use a smaller mode or raise the budget with --budget."
+                f"The experiment ran past its strict budget of {self.budget_s:.0f} s ({self.elapsed:.0f} s "
+                f"measured{where}). Use a smaller mode, or drop --budget/--strict-budget to treat the budget "
+                "as a target."
             )
+        if self.overrun_at is None:
+            self.overrun_at = what or "?"
+            self.note(f"budget: passed the {self.budget_s:.0f} s target after {self.elapsed:.0f} s{where}; "
+                      "the run went on (the machine may be busy; results are unaffected).")
 
     def progress(self, iterable: Iterable[Any], desc: str = "", total: int | None = None) -> Iterator[Any]:
         """Wrap an iterable in a progress bar (tqdm, to stderr) when progress is on."""
@@ -131,6 +183,8 @@ class Claim:
     constants standing in for measurements). ``secondary`` marks a line reported beside a primary claim
     (e.g. a measurement added after the primary one failed); it never changes the run's exit status.
     ``scale_note`` may be a callable of the run's config dict, so counts in it come from the config.
+    ``paper_value`` is the paper's own number for the measured quantity, where it reports one (drawn in
+    the claims picture beside the observed value and the threshold; never used by the check).
     """
 
     id: str
@@ -139,6 +193,7 @@ class Claim:
     modes: tuple[str, ...] = MODES
     scale_note: str | Callable[[dict[str, Any]], str] = ""
     secondary: bool = False
+    paper_value: float | None = None
 
     def note_for(self, config: dict[str, Any]) -> str:
         return self.scale_note(config) if callable(self.scale_note) else self.scale_note
@@ -152,20 +207,26 @@ def _as_check_result(res: Any) -> CheckResult:
     raise TypeError(f"a claim check must return a CheckResult; got {type(res).__name__}")
 
 
+@validate_args(lambda: {"result": Result("example", "quick", {})}, result=[InstanceOf(Result)],
+               claims=[SequenceOf(InstanceOf(Claim), min_len=0)])
 def evaluate_claims(result: Result, claims: Iterable[Claim]) -> list[ClaimOutcome]:
     """Run every claim's check on ``result``; a check that raises is recorded as FAIL with the error."""
     out = []
     for c in claims:
-        note = c.note_for(result.config)
+        try:
+            note = c.note_for(result.config)
+        except Exception as exc:  # noqa: BLE001 - a broken note generator must not hide the claim
+            note = f"(scale note failed: {type(exc).__name__}: {exc})"
+        kw = {"scale_note": note, "secondary": c.secondary, "paper_value": c.paper_value}
         if result.mode not in c.modes:
-            out.append(ClaimOutcome(c.id, c.statement, None, None, None, scale_note=note,
-                                    detail=f"not checked in mode '{result.mode}'", secondary=c.secondary))
+            out.append(ClaimOutcome(c.id, c.statement, None, None, None, detail=f"not checked in mode '{result.mode}'",
+                                    **kw))
             continue
         try:
             r = _as_check_result(c.check(result))
             out.append(ClaimOutcome(c.id, c.statement, None if r.passed is None else bool(r.passed), r.observed,
-                                    r.threshold, r.baseline, note, r.detail, unit=r.unit, secondary=c.secondary))
+                                    r.threshold, r.baseline, detail=r.detail, unit=r.unit, **kw))
         except Exception as exc:  # noqa: BLE001 - a broken check must show up as a failed claim
-            out.append(ClaimOutcome(c.id, c.statement, False, None, None, scale_note=note,
-                                    detail=f"check raised {type(exc).__name__}: {exc}", secondary=c.secondary))
+            out.append(ClaimOutcome(c.id, c.statement, False, None, None,
+                                    detail=f"check raised {type(exc).__name__}: {exc}", **kw))
     return out

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import importlib
 import importlib.metadata
+import os
 import pkgutil
 import platform
 import subprocess
@@ -13,19 +15,23 @@ import sys
 import time
 import types
 import typing
-from collections.abc import Callable, Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.base import PaperInfo
+from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options
 from trustlab.core.exceptions import ConfigError, UnknownNameError, did_you_mean
-from trustlab.core.seeding import thread_settings
+from trustlab.core.seeding import isolated_global_rng, thread_settings
+from trustlab.core.threads import preserve_torch_threads
 from trustlab.experiments.base import MODES, Claim, ExperimentConfig, RunContext, evaluate_claims
 from trustlab.results.result import Result
 
-__all__ = ["Experiment", "MODES", "experiment_ids", "get_experiment", "apply_overrides", "run_experiment", "provenance"]
+__all__ = ["Experiment", "MODES", "experiment_ids", "get_experiment", "apply_overrides", "run_experiment", "exit_status"]
 
 _NOT_EXPERIMENTS = {"base", "runner"}
 
@@ -43,8 +49,11 @@ class Experiment:
     title: str
     extras: tuple[str, ...]
     module: types.ModuleType
+    #: claim ids expected to PASS in quick mode (the module's ``QUICK_EXPECTED_PASS``; None if undeclared)
+    quick_expected_pass: tuple[str, ...] | None = None
 
 
+@validate_args()
 def experiment_ids() -> list[str]:
     """Ids of every experiment module (found without importing them)."""
     import trustlab.experiments as pkg
@@ -53,6 +62,7 @@ def experiment_ids() -> list[str]:
                   if not m.name.startswith("_") and m.name not in _NOT_EXPERIMENTS)
 
 
+@validate_args(exp_id=[InstanceOf(str)])
 def get_experiment(exp_id: str) -> Experiment:
     """Import ``trustlab.experiments.<exp_id>`` and check it follows the contract."""
     ids = experiment_ids()
@@ -67,8 +77,10 @@ def get_experiment(exp_id: str) -> Experiment:
         raise TypeError(f"Experiment module trustlab.experiments.{exp_id} lacks {missing} (see DESIGN section 4).")
     if not (isinstance(mod.Config, type) and issubclass(mod.Config, ExperimentConfig)):
         raise TypeError(f"trustlab.experiments.{exp_id}.Config must subclass ExperimentConfig.")
+    expected = getattr(mod, "QUICK_EXPECTED_PASS", None)
     return Experiment(exp_id, mod.PAPER, mod.Config, mod.run, tuple(mod.CLAIMS), getattr(mod, "PLOTS", None),
-                      getattr(mod, "TITLE", mod.PAPER.title), tuple(getattr(mod, "EXTRAS", ())), mod)
+                      getattr(mod, "TITLE", mod.PAPER.title), tuple(getattr(mod, "EXTRAS", ())), mod,
+                      None if expected is None else tuple(expected))
 
 
 def _coerce(text: str, current: Any, annotation: Any, key: str, owner: str) -> Any:
@@ -100,6 +112,8 @@ def _coerce(text: str, current: Any, annotation: Any, key: str, owner: str) -> A
         ) from None
 
 
+@validate_args(lambda: {"cfg": ExperimentConfig()}, cfg=[InstanceOf(ExperimentConfig)],
+               overrides=[SequenceOf(InstanceOf(str), min_len=0)])
 def apply_overrides(cfg: ExperimentConfig, overrides: Iterable[str]) -> ExperimentConfig:
     """Apply ``key=value`` strings to a frozen config; unknown keys get "did you mean"."""
     fields = {f.name: f for f in dataclasses.fields(cfg)}
@@ -121,19 +135,33 @@ def apply_overrides(cfg: ExperimentConfig, overrides: Iterable[str]) -> Experime
     return new
 
 
-def _git_sha() -> str:
-    here = Path(__file__).resolve().parent
+def _git(args: list[str], cwd: Path) -> str | None:
+    """Output of a read-only git command (``--no-optional-locks``: never takes the index lock), or None."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
-        sha = out.stdout.strip() if out.returncode == 0 else "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=5)
-        return sha + ("-dirty" if sha != "unknown" and dirty.stdout.strip() else "")
+        out = subprocess.run(["git", "--no-optional-locks", *args], cwd=cwd, capture_output=True, text=True,
+                             timeout=5, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _git_sha() -> str:
+    """HEAD of the checkout trustlab runs from (``-dirty`` with uncommitted tracked changes).
+
+    "unknown (installed package)" when trustlab is not a tracked file of a git checkout, e.g. a wheel in a
+    virtual environment that happens to sit inside some other repository.
+    """
+    here = Path(__file__).resolve().parent
+    if _git(["ls-files", "--error-unmatch", Path(__file__).name], here) is None:
+        return "unknown (installed package, no git checkout)"
+    sha = _git(["rev-parse", "HEAD"], here)
+    if not sha:
         return "unknown"
+    dirty = _git(["status", "--porcelain", "--untracked-files=no"], here)
+    return sha + ("-dirty" if dirty else "")
 
 
-def provenance(extra_packages: Sequence[str] = ()) -> dict[str, Any]:
+def _provenance(extra_packages: Sequence[str] = ()) -> dict[str, Any]:
     """Versions, git SHA, platform and thread settings of this process."""
     versions = {}
     for dist in ("trustlab", "numpy", "scipy", "scikit-learn", "pandas", "torch", "transformers", *extra_packages):
@@ -151,35 +179,107 @@ def provenance(extra_packages: Sequence[str] = ()) -> dict[str, Any]:
     }
 
 
-def run_experiment(
-    exp_id: str, mode: str = "quick", *, seeds: Sequence[int] | None = None, overrides: Iterable[str] = (),
-    out_dir: str | Path | None = "runs", budget_s: float | None = None, show_progress: bool = True,
-) -> tuple[Result, Path | None]:
-    """Run one experiment, evaluate its claims, add provenance and write ``<out>/<id>/<mode>/<utc>.json``."""
-    exp = get_experiment(exp_id)
+@contextlib.contextmanager
+def _restored_global_state(seed: int) -> Iterator[None]:
+    """Run an experiment from a fixed global state and give the caller's state back afterwards.
+
+    Global RNGs start seeded with ``seed`` (the same state whether the experiment runs alone or after
+    another one) and are restored; torch intra-op and BLAS/OpenMP thread counts, warnings filters and
+    matplotlib's rc settings are restored too. ``reproduce`` additionally runs each experiment in its own
+    process, which also isolates state no save/restore can reach (torch's inter-op pool, imported modules).
+    """
+    from threadpoolctl import threadpool_limits
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(warnings.catch_warnings())
+        stack.enter_context(preserve_torch_threads())
+        stack.enter_context(threadpool_limits(limits=None))  # restores every pool's count on exit
+        mpl = sys.modules.get("matplotlib")
+        if mpl is not None:
+            stack.enter_context(mpl.rc_context())
+        stack.enter_context(isolated_global_rng(seed))
+        yield
+
+
+def _import_torch_first(exp: Experiment) -> None:
+    """Import torch before the run when the experiment uses it, so its global RNG gets seeded too
+    (torch seeds itself from entropy at import; seeding it first makes the start state reproducible)."""
+    from trustlab.core.optional import EXTRA_MODULES, is_available
+
+    if any("torch" in EXTRA_MODULES.get(e, ()) for e in exp.extras) and is_available("torch"):
+        importlib.import_module("torch")
+
+
+def _resolve_config(exp: Experiment, mode: str, seeds: Sequence[int] | None, overrides: Iterable[str]
+                    ) -> tuple[ExperimentConfig, list[str]]:
     cfg = exp.config_cls.for_mode(mode)
     overrides = list(overrides)
     if seeds is not None:
         overrides.append("seeds=" + ",".join(str(int(s)) for s in seeds))
     cfg = apply_overrides(cfg, overrides) if overrides else cfg
     cfg.validate()
+    return cfg, overrides
+
+
+@validate_args(
+    exp_id=[InstanceOf(str)], mode=[Options(MODES)], seeds=[SequenceOf(Interval(int, 0, None)), None],
+    overrides=[SequenceOf(InstanceOf(str), min_len=0)], out_dir=[InstanceOf(str, os.PathLike), None],
+    budget_s=[Interval("real", 0, None, closed="neither"), None], strict_budget=[Boolean()],
+    show_progress=[Boolean()],
+)
+def run_experiment(
+    exp_id: str, mode: str = "quick", *, seeds: Sequence[int] | None = None, overrides: Iterable[str] = (),
+    out_dir: str | Path | None = "runs", budget_s: float | None = None, strict_budget: bool = False,
+    show_progress: bool = True,
+) -> tuple[Result, Path | None]:
+    """Run one experiment, evaluate its claims, add provenance and write ``<out>/<id>/<mode>/<utc>.json``.
+
+    The mode's budget (``Config.budgets``) is a target: a run past it is recorded with
+    ``within_budget=False`` and goes on. Passing ``budget_s`` (the CLI's ``--budget``) or
+    ``strict_budget=True`` makes it a hard stop (:class:`BudgetExceededError` at the next
+    ``ctx.check_budget``). Time inside ``ctx.untimed(...)`` blocks is recorded separately and not
+    measured. The experiment starts from global RNGs seeded with its first seed, and the caller's RNG,
+    thread, warnings and matplotlib state is restored afterwards.
+    """
+    exp = get_experiment(exp_id)
+    cfg, overrides = _resolve_config(exp, mode, seeds, overrides)
+    strict = strict_budget or budget_s is not None
     budget = budget_s if budget_s is not None else exp.config_cls.budgets.get(mode)
     ctx = RunContext(seeds=tuple(cfg.seeds), out_dir=Path(out_dir) if out_dir else None, budget_s=budget,
-                     show_progress=show_progress)
+                     show_progress=show_progress, strict_budget=strict)
     t0 = time.perf_counter()
-    result = exp.run(cfg, ctx)
+    _import_torch_first(exp)
+    with _restored_global_state(int(cfg.seeds[0])):
+        result = exp.run(cfg, ctx)
     wall = time.perf_counter() - t0
     if not isinstance(result, Result):
         raise TypeError(f"trustlab.experiments.{exp_id}.run must return a Result. Got {type(result).__name__}.")
     result.experiment, result.mode, result.config = exp_id, mode, cfg.to_dict()
     result.notes.extend(ctx.log)
-    result.provenance.update(provenance(), seeds=list(cfg.seeds), wall_time_s=round(wall, 3),
-                             budget_s=budget, within_budget=budget is None or wall <= budget,
+    untimed = {k: round(v, 3) for k, v in ctx.untimed_s.items()}
+    timed = wall - sum(ctx.untimed_s.values())
+    result.provenance.update(_provenance(), seeds=list(cfg.seeds), wall_time_s=round(wall, 3),
+                             timed_s=round(timed, 3), untimed_s=untimed, budget_s=budget, strict_budget=strict,
+                             within_budget=budget is None or timed <= budget, overrun_at=ctx.overrun_at,
                              overrides=overrides, paper=dataclasses.asdict(exp.paper))
     result.claims = evaluate_claims(result, exp.claims)
-    path = None
-    if out_dir is not None:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        path = result.save(Path(out_dir) / exp_id / mode / f"{stamp}.json")
-    return result, path
+    return result, _save(result, out_dir)
 
+
+def _save(result: Result, out_dir: str | Path | None) -> Path | None:
+    if out_dir is None:
+        return None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return result.save(Path(out_dir) / result.experiment / result.mode / f"{stamp}.json")
+
+
+@validate_args(results=[SequenceOf(InstanceOf(Result), min_len=0)])
+def exit_status(results: Iterable[Result]) -> int:
+    """The command's exit code over results: 2 if a run raised, 1 if a primary claim FAILed, else 0.
+
+    Secondary claims and budget overruns never change it.
+    """
+    results = list(results)
+    if any(r.error is not None for r in results):
+        return 2
+    return 0 if all(r.passed for r in results) else 1

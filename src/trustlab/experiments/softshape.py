@@ -289,6 +289,7 @@ CLAIMS = [
           scale_note="seed-0 model; scores = product of the token scores along each token's path, mapped to steps; "
           "steps zeroed in the z-normalised series; random masks averaged"),
 ]
+QUICK_EXPECTED_PASS = ("C1", "C2", "C3")  # from the runner helper's quick run; the paper's owner revises it
 
 
 def PLOTS(result: Result) -> dict[str, Any]:

@@ -12,9 +12,24 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
+from trustlab.llm.rules import (
+    MASK,
+    POSITIVE_INT,
+    SITES,
+    TEXTS_OR_IDS,
+    LanguageModel,
+    Tokenizer,
+    _is_ids_row,
+    check_token_ids,
+)
 from trustlab.llm.sites import dims, model_device, resolve_sites, unwrap
+
+_ID_ROW = Satisfies(_is_ids_row, "a sequence of integer token ids", invalid=["abc", 1.5], valid=[1, 2])
+_MASK_ONLY = [m for m in MASK if m is not None]
 
 torch = require("torch", purpose="trustlab.llm")
 
@@ -39,6 +54,9 @@ def _tokenizer_of(model: Any, tokenizer: Any, owner: str) -> Any:
     return tok
 
 
+@validate_args(texts=[TEXTS_OR_IDS], model=[LanguageModel(), None], tokenizer=[Tokenizer(), None],
+               owner=[InstanceOf(str)], attention_mask=MASK, n_ctx=[POSITIVE_INT, None],
+               add_special_tokens=[Boolean()])
 def encode_texts(
     texts: Any,
     *,
@@ -114,6 +132,8 @@ def encode_texts(
                 seqs.append([int(x) for x in a])
     if len(seqs) == 0:
         raise InputError(f"{owner} needs at least one text or token-id sequence. Got an empty list instead.")
+    if model is not None:
+        check_token_ids(model, seqs, owner=owner, name="texts" if owner == "encode_texts" else "inputs")
     if n_ctx is None and model is not None:
         n_ctx = dims(model).n_ctx
     for i, s in enumerate(seqs):
@@ -127,6 +147,7 @@ def encode_texts(
     return [list(s) for s in seqs]
 
 
+@validate_args(seqs=[SequenceOf(_ID_ROW)], pad_id=[Interval(int, 0, None)], side=[Options(("right", "left"))])
 def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int, side: str = "right") -> tuple[Any, Any]:
     """Pad id lists into ``(input_ids [B, T], attention_mask [B, T])`` long tensors.
 
@@ -148,6 +169,7 @@ def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int, side: str = "right") -
     return ids, mask
 
 
+@validate_args(attention_mask=_MASK_ONLY)
 def position_ids_from_mask(attention_mask: Any) -> Any:
     """Position ids counting real tokens only (0 at each row's first real token; pads get 0).
 
@@ -163,6 +185,7 @@ def position_ids_from_mask(attention_mask: Any) -> Any:
     return (mask.cumsum(-1) - 1).clamp(min=0)
 
 
+@validate_args(attention_mask=_MASK_ONLY)
 def last_positions(attention_mask: Any) -> Any:
     """Index of each row's last real token (works for left and right padding).
 
@@ -183,6 +206,7 @@ def first_positions(attention_mask: Any) -> Any:
     return mask.argmax(-1)
 
 
+@validate_args(attention_mask=_MASK_ONLY, skip_first=[Boolean()])
 def valid_positions(attention_mask: Any, skip_first: bool = True) -> Any:
     """Bool mask of positions that statistics should use: real tokens, minus each row's first token.
 
@@ -244,6 +268,10 @@ def _select(act: Any, how: Any, mask: Any, valid: Any, sel: Any) -> Any:
     return act[sel]
 
 
+@validate_args(model=[LanguageModel()], inputs=[TEXTS_OR_IDS], sites=SITES, positions="no_validation",
+               batch_size=[POSITIVE_INT], tokenizer=[Tokenizer(), None], attention_mask=MASK,
+               stop_after=[Interval(int, 0, None), Options(("auto",)), None], skip_first=[Boolean()],
+               padding_side=[Options(("right", "left"))], progress=[Boolean()])
 def collect(
     model: Any,
     inputs: Any,
@@ -394,6 +422,8 @@ def _pad_id(model: Any, tokenizer: Any) -> int:
     return 0
 
 
+@validate_args(model=[LanguageModel()], inputs=[TEXTS_OR_IDS], layers=[SequenceOf(Interval(int, 0, None)), None],
+               batch_size=[POSITIVE_INT], tokenizer=[Tokenizer(), None], skip_first=[Boolean()], progress=[Boolean()])
 def head_means(
     model: Any,
     inputs: Any,

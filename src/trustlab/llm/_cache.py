@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trustlab.core.files import atomic_write_text
+
 __all__ = [
     "MANIFEST",
     "cache_root",
@@ -75,19 +77,10 @@ def file_sha256(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] 
     table[key] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
     try:
         root.mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(book, json.dumps(table, indent=1, sort_keys=True))
+        atomic_write_text(book, json.dumps(table, indent=1, sort_keys=True))
     except OSError:  # a read-only cache only costs the remembered hash
         pass
     return digest
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _write_manifest(folder: Path, meta: dict[str, Any]) -> None:
@@ -99,10 +92,12 @@ def _write_manifest(folder: Path, meta: dict[str, Any]) -> None:
     (folder / MANIFEST).write_text(json.dumps(doc, indent=1, sort_keys=True))
 
 
-def verify_entry(folder: Path, *, full: bool = True) -> str | None:
+def verify_entry(folder: Path, *, full: bool = True, only: Callable[[str], bool] | None = None) -> str | None:
     """Check a cache entry against its manifest; return None when valid, else the reason.
 
-    ``full=False`` checks presence and sizes only (catches truncation, not bit flips).
+    ``full=True`` compares every file's sha256 (streamed, so memory stays flat); ``full=False`` checks
+    presence and sizes only (catches truncation, not same-size corruption). ``only(relative_name)``
+    restricts the check to some files (e.g. a tokenizer's files inside a model entry).
     """
     try:
         doc = json.loads((folder / MANIFEST).read_text())
@@ -113,6 +108,8 @@ def verify_entry(folder: Path, *, full: bool = True) -> str | None:
     if doc.get("format") != _FORMAT or not isinstance(doc.get("files"), dict) or not doc["files"]:
         return "its manifest has an unknown format"
     for rel, info in doc["files"].items():
+        if only is not None and not only(rel):
+            continue
         p = folder / rel
         if not p.is_file():
             return f"{rel} is missing"

@@ -7,9 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.constraints import InstanceOf, Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError, did_you_mean
 from trustlab.core.optional import require
 from trustlab.llm.hooks import Edit, Trace, trace
+from trustlab.llm.rules import SITES, LanguageModel
 from trustlab.llm.sites import check_head, check_layer, unwrap
 
 torch = require("torch", purpose="trustlab.llm interventions")
@@ -17,6 +20,8 @@ torch = require("torch", purpose="trustlab.llm interventions")
 __all__ = ["ablate_heads", "patch_activations", "run_with_cache"]
 
 
+@validate_args(model=[LanguageModel()], inputs="no_validation", sites=SITES,
+               stop_after=[Interval(int, 0, None), Options(("auto",)), None])
 def run_with_cache(
     model: Any, inputs: Any, sites: str | Sequence[str], *, stop_after: int | str | None = None, **kwargs: Any
 ) -> tuple[Any, dict[str, Any]]:
@@ -37,6 +42,8 @@ def run_with_cache(
     return out, tr.captured
 
 
+@validate_args(model=[LanguageModel()], clean=[InstanceOf(dict, Mapping)], positions="no_validation",
+               heads=[Interval(int, 0, None), SequenceOf(Interval(int, 0, None)), None])
 def patch_activations(
     model: Any,
     clean: Mapping[str, Any],
@@ -101,6 +108,8 @@ def _per_layer(values: Any, layer: int, what: str) -> Any:
     return arr[layer]
 
 
+@validate_args(model=[LanguageModel()], heads="no_validation", method=[Options(("zero", "mean", "resample"))],
+               positions="no_validation", means="no_validation", source="no_validation", random_state=["random_state"])
 def ablate_heads(
     model: Any,
     heads: Mapping[int, int | Sequence[int]] | Iterable[tuple[int, int]],

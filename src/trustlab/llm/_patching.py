@@ -21,8 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.constraints import Boolean, Interval
 from trustlab.core.exceptions import ConfigError, InputError, TrustlabError
 from trustlab.core.optional import require
+from trustlab.llm.rules import TOKEN_IDS, LanguageModel, check_token_ids
 from trustlab.llm.sites import arch_spec, base_model, check_layer, dims, get_module, model_device, unwrap
 
 torch = require("torch", purpose="trustlab.llm patching")
@@ -130,6 +133,9 @@ def _patch_hook(
     return hook
 
 
+@validate_args(model=[LanguageModel()], corrupt=[TOKEN_IDS], clean="no_validation",
+               target_ids=[Interval(int, 0, None), SequenceOf(Interval(int, 0, None))],
+               layers=[SequenceOf(Interval(int, 0, None)), None], batch_size=[Interval(int, 2, None)], check=[Boolean()])
 def patch_all_heads(
     model: Any,
     corrupt: Any,
@@ -178,6 +184,7 @@ def patch_all_heads(
             f"The 'batch_size' argument of patch_all_heads must be an int >= 2. Got {batch_size!r}."
         )
     ids = _as_ids(corrupt, "corrupt")
+    check_token_ids(inner, ids, owner="patch_all_heads", name="corrupt")
     if ids.shape[0] < 2:
         raise InputError(
             "The corrupt prompt of patch_all_heads needs at least 2 tokens (a prefix and a last token)."

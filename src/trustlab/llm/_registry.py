@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Boolean, InstanceOf
 from trustlab.core.exceptions import AssetNotFoundError, ConfigError
 from trustlab.llm._cache import file_sha256, sha256_path
 
@@ -54,6 +56,8 @@ class ModelEntry:
 _MODELS: dict[str, ModelEntry] = {}
 
 
+@validate_args(lambda: {"entry": ModelEntry("example", lambda root: Path("example.gguf"), "pip install example")},
+               entry=[InstanceOf(ModelEntry)], replace=[Boolean()])
 def register_model(entry: ModelEntry, *, replace: bool = False) -> None:
     """Add a model to the registry used by :func:`load_model`.
 
@@ -72,6 +76,7 @@ def register_model(entry: ModelEntry, *, replace: bool = False) -> None:
     _MODELS[entry.name] = entry
 
 
+@validate_args()
 def available_models() -> list[str]:
     """Names accepted by :func:`load_model` (installed or not).
 

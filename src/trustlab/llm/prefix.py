@@ -13,9 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Boolean, Interval
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
 from trustlab.llm._batching import encode_texts, pad_batch, position_ids_from_mask
+from trustlab.llm.rules import LanguageModel
 from trustlab.llm.sites import arch_spec, base_model, dims, get_module, model_device, unwrap
 
 torch = require("torch", purpose="trustlab.llm PrefixCache")
@@ -43,6 +46,8 @@ def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: An
     return lambda i: (masks[types[i]], pes[types[i]])
 
 
+@validate_args(model=[LanguageModel()], hidden="no_validation", attention_mask="no_validation",
+               position_ids="no_validation", start=[Interval(int, 0, None)], final_norm=[Boolean()])
 def replay_blocks(
     model: Any, hidden: Any, attention_mask: Any, position_ids: Any, start: int, *, final_norm: bool = True
 ) -> Any:

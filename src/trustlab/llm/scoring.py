@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.constraints import Boolean, InstanceOf, Options
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
 from trustlab.llm._batching import (
@@ -25,6 +27,7 @@ from trustlab.llm._batching import (
     pad_batch,
     position_ids_from_mask,
 )
+from trustlab.llm.rules import MASK, POSITIVE_INT, TEXTS, TOKEN_IDS, LanguageModel, Tokenizer, check_token_ids
 from trustlab.llm.sites import arch_spec, base_model, dims, get_module, model_device, unwrap
 
 torch = require("torch", purpose="trustlab.llm scoring")
@@ -82,6 +85,7 @@ class KLResult:
     per_sequence: np.ndarray
 
 
+@validate_args(model=[LanguageModel()], hidden="no_validation", token_ids=[TOKEN_IDS, None])
 def head_logits(model: Any, hidden: Any, token_ids: Any = None) -> Any:
     """Apply the LM head to final (normed) hidden states, optionally for a few vocabulary entries only.
 
@@ -124,6 +128,7 @@ def _final_hidden(model: Any, input_ids: Any, attention_mask: Any) -> Any:
     return out.last_hidden_state
 
 
+@validate_args(model=[LanguageModel()], hidden="no_validation", input_ids=[TOKEN_IDS], response_mask=MASK[:1])
 def gather_logprobs(model: Any, hidden: Any, input_ids: Any, response_mask: Any) -> Any:
     """Log-prob of each scored token from final hidden states, head applied at scored positions only.
 
@@ -153,7 +158,8 @@ def gather_logprobs(model: Any, hidden: Any, input_ids: Any, response_mask: Any)
     return out
 
 
-def _check_ids(input_ids: Any, attention_mask: Any, response_mask: Any, owner: str) -> tuple[Any, Any, Any]:
+def _check_ids(input_ids: Any, attention_mask: Any, response_mask: Any, owner: str, model: Any = None
+               ) -> tuple[Any, Any, Any]:
     ids = torch.as_tensor(input_ids)
     if ids.is_floating_point() or ids.dtype == torch.bool:
         raise InputError(
@@ -173,12 +179,16 @@ def _check_ids(input_ids: Any, attention_mask: Any, response_mask: Any, owner: s
         raise InputError(
             f"The 'response_mask' of {owner} must have shape {tuple(ids.shape)}. Got {tuple(resp.shape)}."
         )
+    if model is not None:
+        check_token_ids(model, ids, owner=owner, name="input_ids")
     # a token is scored only when the token before it is real (never the first token, never after a pad)
     prev_real = torch.zeros_like(mask, dtype=torch.bool)
     prev_real[:, 1:] = mask[:, :-1].bool()
     return ids.long(), mask.long(), resp.bool() & mask.bool() & prev_real
 
 
+@validate_args(model=[LanguageModel()], input_ids=[TOKEN_IDS], attention_mask=MASK, response_mask=MASK,
+               batch_size=[POSITIVE_INT], grad=[Boolean()])
 def token_logprobs(
     model: Any,
     input_ids: Any,
@@ -202,7 +212,7 @@ def token_logprobs(
     >>> token_logprobs(model, torch.tensor([[5, 6, 7]])).shape
     torch.Size([1, 3])
     """
-    ids, mask, resp = _check_ids(input_ids, attention_mask, response_mask, "token_logprobs")
+    ids, mask, resp = _check_ids(input_ids, attention_mask, response_mask, "token_logprobs", model)
     dims(model)  # validates the architecture
     ctx = contextlib.nullcontext() if grad else torch.no_grad()
     parts = []
@@ -214,11 +224,13 @@ def token_logprobs(
     return torch.cat(parts, dim=0)
 
 
+@validate_args(model=[LanguageModel()], input_ids=[TOKEN_IDS], attention_mask=MASK, response_mask=MASK,
+               batch_size=[POSITIVE_INT])
 def sequence_logprobs(
     model: Any, input_ids: Any, attention_mask: Any = None, response_mask: Any = None, *, batch_size: int = 8
 ) -> SequenceScores:
     """Sum, length-normalised mean and count of scored-token log-probs per sequence."""
-    ids, mask, resp = _check_ids(input_ids, attention_mask, response_mask, "sequence_logprobs")
+    ids, mask, resp = _check_ids(input_ids, attention_mask, response_mask, "sequence_logprobs", model)
     lp = token_logprobs(model, ids, mask, resp, batch_size=batch_size)
     resp = resp.clone()
     resp[:, 0] = False
@@ -236,6 +248,8 @@ def _chat_prompt(tok: Any, prompt: str, system: str | None) -> str:
     return tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
 
 
+@validate_args(tokenizer=[Tokenizer()], prompts=[TEXTS], responses=[TEXTS], chat=[Boolean()],
+               system=[InstanceOf(str), None], add_eos=[Boolean()], padding_side=[Options(("right", "left"))])
 def encode_responses(
     tokenizer: Any,
     prompts: Sequence[str],
@@ -284,6 +298,8 @@ def encode_responses(
     return EncodedBatch(ids, att, resp.bool())
 
 
+@validate_args(model=[LanguageModel()], tokenizer=[Tokenizer()], prompts=[TEXTS], responses=[TEXTS],
+               chat=[Boolean()], system=[InstanceOf(str), None], add_eos=[Boolean()], batch_size=[POSITIVE_INT])
 def score_responses(
     model: Any,
     tokenizer: Any,
@@ -319,6 +335,9 @@ def _check_len(model: Any, ids: Any, mask: Any, owner: str) -> None:
         )
 
 
+@validate_args(model=[LanguageModel()], tokenizer=[Tokenizer()], prompts=[TEXTS],
+               options=[TEXTS, SequenceOf(TEXTS)], normalize=[Boolean()], chat=[Boolean()],
+               system=[InstanceOf(str), None], batch_size=[POSITIVE_INT])
 def score_options(
     model: Any,
     tokenizer: Any,
@@ -365,6 +384,8 @@ def score_options(
     return OptionScores(scores, scores.argmax(1), total, n)
 
 
+@validate_args(model=[LanguageModel()], reference=[LanguageModel(), None], input_ids=[TOKEN_IDS], attention_mask=MASK,
+               response_mask=MASK, batch_size=[POSITIVE_INT])
 def sequential_kl(
     model: Any,
     reference: Any,
@@ -387,7 +408,7 @@ def sequential_kl(
     >>> bool(kl.per_sequence[0] > 0)
     True
     """
-    ids, mask, resp = _check_ids(input_ids, attention_mask, response_mask, "sequential_kl")
+    ids, mask, resp = _check_ids(input_ids, attention_mask, response_mask, "sequential_kl", model)
     resp = resp.clone()
     resp[:, 0] = False
     if reference is None and not hasattr(model, "disable_adapter"):
@@ -414,6 +435,8 @@ def sequential_kl(
     return KLResult(out.numpy(), out.sum(1).numpy().astype(np.float64))
 
 
+@validate_args(model=[LanguageModel()], tokenizer=[Tokenizer()], prompts=[InstanceOf(str), TEXTS],
+               max_new_tokens=[POSITIVE_INT], chat=[Boolean()], system=[InstanceOf(str), None], batch_size=[POSITIVE_INT])
 def generate(
     model: Any,
     tokenizer: Any,

@@ -22,7 +22,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.constraints import InstanceOf
 from trustlab.core.exceptions import InputError, UnknownNameError, UnsupportedModelError, did_you_mean
+from trustlab.llm.rules import TorchModule
+
+_MODULE = TorchModule()
 
 __all__ = [
     "ArchSpec",
@@ -168,6 +173,7 @@ class Site:
     editable: bool
 
 
+@validate_args(model=[_MODULE])
 def unwrap(model: Any) -> Any:
     """Return the causal-LM module inside a PEFT wrapper (or the model itself).
 
@@ -187,6 +193,7 @@ def unwrap(model: Any) -> Any:
     return model
 
 
+@validate_args(model=[_MODULE])
 def arch_spec(model: Any) -> ArchSpec:
     """The :class:`ArchSpec` for ``model`` or :class:`UnsupportedModelError` listing supported ones.
 
@@ -224,6 +231,7 @@ def _has_path(obj: Any, path: str) -> bool:
     return True
 
 
+@validate_args(model=[_MODULE], path=[InstanceOf(str)])
 def get_module(model: Any, path: str) -> Any:
     """Return the submodule at dotted ``path`` (integers index module lists).
 
@@ -246,6 +254,7 @@ def model_device(model: Any) -> Any:
     return "cpu"
 
 
+@validate_args(model=[_MODULE])
 def base_model(model: Any) -> Any:
     """The decoder stack (``model.model``) of a causal LM: embeddings, layers and final norm, no head."""
     inner = unwrap(model)
@@ -253,6 +262,7 @@ def base_model(model: Any) -> Any:
     return get_module(inner, spec.layers.rsplit(".", 1)[0])
 
 
+@validate_args(model=[_MODULE])
 def dims(model: Any) -> Dims:
     """Sizes of ``model`` read from its config.
 
@@ -278,6 +288,7 @@ def dims(model: Any) -> Dims:
     )
 
 
+@validate_args(model=[_MODULE], kinds=[SequenceOf(InstanceOf(str)), None])
 def site_names(model: Any, kinds: tuple[str, ...] | None = None) -> list[str]:
     """Every canonical site name of ``model`` in forward order (optionally only some kinds).
 
@@ -300,6 +311,7 @@ def site_names(model: Any, kinds: tuple[str, ...] | None = None) -> list[str]:
 _BLOCK_RE = re.compile(r"^blocks\.(-?\d+)\.([a-z_]+)$")
 
 
+@validate_args(model=[_MODULE], name=[InstanceOf(str)])
 def resolve_site(model: Any, name: str) -> Site:
     """Resolve a canonical site name on ``model``.
 
@@ -362,6 +374,7 @@ def resolve_site(model: Any, name: str) -> Site:
     return Site(name, kind, layer, f"{prefix}.{spec.attn}", "forward", 1, False)
 
 
+@validate_args(model=[_MODULE], names=[InstanceOf(str), SequenceOf(InstanceOf(str), min_len=0)])
 def resolve_sites(model: Any, names: str | list[str] | tuple[str, ...]) -> list[Site]:
     """Resolve several sites (a single str is accepted); duplicates are dropped, order kept."""
     if isinstance(names, str):

@@ -1,10 +1,24 @@
 """Results: the ``Result`` record (JSON, atomic writes), plots drawn from results, and the report builder."""
 
-from trustlab.results.plots import bar_plot, claims_plot, line_plot, new_figure
-from trustlab.results.report import build_report, latest_results
-from trustlab.results.result import SCHEMA_VERSION, ClaimOutcome, Result, atomic_write_text, to_jsonable
+from __future__ import annotations
 
-__all__ = [
-    "Result", "ClaimOutcome", "SCHEMA_VERSION", "atomic_write_text", "to_jsonable", "bar_plot", "line_plot",
-    "claims_plot", "new_figure", "build_report", "latest_results",
-]
+from trustlab.core.lazy import lazy_exports
+
+_LAZY = {
+    "Result": "result",
+    "ClaimOutcome": "result",
+    "SCHEMA_VERSION": "result",
+    "bar_plot": "plots",
+    "line_plot": "plots",
+    "claims_plot": "plots",
+    "new_figure": "plots",
+    "build_report": "report",
+    "latest_results": "report",
+}
+
+#: old import paths of file helpers that moved to trustlab.core.files (kept working, not re-exported)
+_MOVED = dict.fromkeys(("atomic_write", "atomic_write_text", "to_jsonable"), "trustlab.core.files")
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = lazy_exports(__name__, {**_LAZY, **_MOVED})

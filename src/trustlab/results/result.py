@@ -3,68 +3,17 @@
 from __future__ import annotations
 
 import json
-import math
-import os
-import tempfile
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from trustlab.core.exceptions import InputError
+from trustlab.core.files import atomic_write, atomic_write_text, to_jsonable  # noqa: F401 - old import paths
 
-__all__ = ["SCHEMA_VERSION", "ClaimOutcome", "Result", "atomic_write", "atomic_write_text", "to_jsonable"]
+__all__ = ["SCHEMA_VERSION", "ClaimOutcome", "Result"]
 
 SCHEMA_VERSION = 1
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Convert numpy scalars/arrays, tuples, sets and dataclasses to JSON-ready values (NaN -> None)."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in obj]
-    if hasattr(obj, "__dataclass_fields__"):
-        return to_jsonable(asdict(obj))
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return to_jsonable(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
-def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
-    """Create ``path`` atomically: ``write(tmp)`` fills a temp file in the same folder, then a rename.
-
-    On any error the temp file is removed and an existing ``path`` is left untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix + ".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a synced temp file and an atomic rename."""
-
-    def write(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-
-    return atomic_write(path, write)
+_REQUIRED = ("experiment", "mode", "config")
 
 
 @dataclass
@@ -81,10 +30,17 @@ class ClaimOutcome:
     detail: str = ""
     unit: str = ""
     secondary: bool = False
+    paper_value: Any = None
 
     @property
     def status(self) -> str:
         return "SKIP" if self.passed is None else ("PASS" if self.passed else "FAIL")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClaimOutcome:
+        """Build from JSON; fields a later trustlab added (same schema version) are ignored."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass
@@ -119,8 +75,14 @@ class Result:
 
     @property
     def passed(self) -> bool:
-        """True when no claim failed (skipped claims do not fail a run)."""
-        return all(c.passed is not False for c in self.claims)
+        """True when no primary claim failed (skipped and secondary claims do not fail a run)."""
+        return self.error is None and all(c.passed is not False for c in self.claims if not c.secondary)
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """``{"type", "message"[, "traceback"]}`` when the run raised instead of finishing, else None."""
+        err = self.provenance.get("error")
+        return err if isinstance(err, dict) else None
 
     # -- JSON -------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -131,11 +93,18 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
-        version = data.get("schema_version", 0)
-        if version > SCHEMA_VERSION:
-            raise ValueError(f"Result schema version {version} is newer than this trustlab ({SCHEMA_VERSION}).")
-        data = dict(data)
-        data["claims"] = [ClaimOutcome(**c) for c in data.get("claims", [])]
+        """Build from parsed JSON; a foreign document or a newer schema raises :class:`InputError`."""
+        if not isinstance(data, dict) or any(k not in data for k in _REQUIRED) or "schema_version" not in data:
+            keys = sorted(data)[:6] if isinstance(data, dict) else type(data).__name__
+            raise InputError(f"This is not a trustlab result (it lacks 'experiment', 'mode', 'config' or "
+                             f"'schema_version'; found {keys}).")
+        version = data["schema_version"]
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise InputError(f"Its schema_version {version!r} is newer than this trustlab reads ({SCHEMA_VERSION}); "
+                             "upgrade trustlab to read it.")
+        known = {f.name for f in fields(cls)}
+        data = {k: v for k, v in data.items() if k in known}
+        data["claims"] = [ClaimOutcome.from_dict(c) for c in data.get("claims", [])]
         return cls(**data)
 
     @classmethod
@@ -143,9 +112,26 @@ class Result:
         return cls.from_dict(json.loads(text))
 
     def save(self, path: str | Path) -> Path:
-        """Write the JSON atomically (never a half-written file)."""
+        """Write the JSON atomically (never a half-written file; permissions from the umask)."""
         return atomic_write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | Path) -> Result:
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        """Read a result file; an unreadable, corrupt or foreign file raises :class:`InputError` naming it."""
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"The result file {str(p)!r} cannot be read ({type(exc).__name__}: {exc}).") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"The result file {str(p)!r} is not valid JSON ({exc.msg} at line {exc.lineno}; "
+                             "a partial copy?).") from None
+        try:
+            return cls.from_dict(data)
+        except InputError as exc:
+            raise InputError(f"The result file {str(p)!r} was skipped: {exc}") from None
+        except (TypeError, ValueError, KeyError) as exc:
+            raise InputError(f"The result file {str(p)!r} has an unexpected layout ({type(exc).__name__}: "
+                             f"{exc}).") from None
