@@ -165,7 +165,9 @@ def test_amun_raises_forget_loss_and_keeps_retain(toy):
 
     before = forget_loss()
     with A.AMUN(variant="advonly", lr=0.1, epochs=10, eps_init=0.1, random_state=0).apply(model, f, data):
-        after, m = forget_loss(), A.evaluate_unlearning(model, data, f)
+        after = forget_loss()
+        with pytest.warns(A.SmallSampleWarning, match="20 forget"):
+            m = A.evaluate_unlearning(model, data, f)
     assert after > before and m.RA >= 90
     assert forget_loss() == pytest.approx(before)
 
@@ -318,6 +320,90 @@ def test_end_to_end_digits_membership_is_visible():
     assert orig.UA == 100.0 and retr.UA < 100.0
     assert orig.AUC > retr.AUC + 8
     assert "confidence" in orig.svc and "SVC_confidence" in orig.to_dict()
+
+
+# -- issue 15: bad inputs that used to give a wrong result or a deep traceback ------------------------------
+def test_rmia_scores_gamma_zero_refused_and_gamma_below_one_in_range():
+    refs, labels, rng = _synthetic_refs(n=60)
+    target = rng.normal(0, 1, (60, 10))
+    with pytest.raises(ConfigError, match="'gamma' argument of rmia_scores must be a finite float > 0"):
+        A.rmia_scores(target, refs, labels, np.arange(60), gamma=0)
+    s = A.rmia_scores(target, refs, labels, np.arange(60), gamma=0.5)  # x no longer counts itself
+    assert s.min() >= 0 and s.max() <= 1
+
+
+def test_rmia_scores_nan_logits_refused():
+    refs, labels, rng = _synthetic_refs(n=40)
+    target = rng.normal(0, 1, (40, 10))
+    target[3, 2] = np.nan
+    with pytest.raises(InputError, match="'target_logits' argument of rmia_scores.*NaN"):
+        A.rmia_scores(target, refs, labels, np.arange(40))
+    bad = refs.logits.copy()
+    bad[0, 0, 0] = np.nan
+    with pytest.raises(InputError, match="NaN or infinite"):
+        A.ReferenceModels(bad, refs.in_mask)
+
+
+@pytest.mark.parametrize("cand", [[-1], [40], [0.5]])
+def test_rmia_scores_candidates_outside_the_pool_refused(cand):
+    refs, labels, rng = _synthetic_refs(n=40)
+    with pytest.raises(InputError, match="candidates"):
+        A.rmia_scores(rng.normal(0, 1, (40, 10)), refs, labels, cand)
+
+
+@pytest.mark.parametrize("labels", [[0, -1], [0.0, 1.5], [0, 3]])
+def test_threshold_scores_bad_labels_refused(labels):
+    """label -1 wrapped to the last class, float labels were truncated, out-of-range labels wrapped."""
+    with pytest.raises(InputError, match="labels"):
+        A.threshold_scores(np.zeros((2, 3)), labels)
+
+
+def test_mia_auc_n_rep_zero_refused_and_small_samples_warn():
+    with pytest.raises(ConfigError, match="'n_rep' argument of mia_auc"):
+        A.mia_auc([1.0, 2.0], [0.0, 1.0], n_rep=0)
+    with pytest.warns(A.SmallSampleWarning, match="2 members"):
+        A.mia_auc([1.0, 2.0], [0.0, 1.0])
+
+
+def test_svc_mia_empty_set_refused():
+    lg = np.random.default_rng(0).normal(size=(10, 3))
+    with pytest.raises(InputError, match="'forget_idx' argument of svc_mia"):
+        A.svc_mia(lg, np.zeros(10, int), np.arange(4), np.array([], int), np.arange(5, 10))
+
+
+def test_fit_reference_models_nan_input_refused():
+    X = np.zeros((4, 16), np.float32)
+    X[0, 0] = np.nan
+    with pytest.raises(InputError, match="'X' argument of fit_reference_models.*NaN"):
+        A.fit_reference_models(lambda: _net(), X, np.zeros(4, int), 2)
+
+
+@pytest.mark.parametrize("label", [9, -1])
+def test_adversarial_set_labels_outside_the_model_refused(toy, label):
+    """A label the 3-class model cannot output used to return x_adv == x as if already misclassified."""
+    model, data = toy
+    y = data.y[:5].copy()
+    y[0] = label
+    with pytest.raises(InputError, match="'y' argument of adversarial_set"):
+        A.adversarial_set(model, data.X[:5], y, 0.1)
+
+
+def test_unlearning_refuses_a_model_with_the_wrong_number_of_outputs(toy):
+    _, data = toy
+    with pytest.raises(InputError, match="4 outputs, but the data has 3 classes"):
+        A.FineTune(epochs=1).apply(_net(k=4), np.arange(5), data)
+
+
+def test_sgd_train_returns_a_history_and_retrain_can_stop_at_an_accuracy(toy):
+    from trustlab.models import TrainHistory
+
+    model, data = toy
+    net = _net(seed=3)
+    hist = A.sgd_train(net, data.X[:60], data.y[:60], A.SGDSpec(epochs=5), seed=0)
+    assert isinstance(hist, TrainHistory) and hist.epochs_run == 5 and hist.wall_time_s > 0
+    with A.Retrain(epochs=200, target_accuracy=1.0, random_state=0).apply(model, np.arange(10), data) as h:
+        assert 1 <= h.info.epochs_run < 200
+        assert predict_logits(model, data.X[10:60]).argmax(1).tolist() == data.y[10:60].tolist()
 
 
 # -- packaging ------------------------------------------------------------------------------------------

@@ -117,7 +117,13 @@ def device_of(model: Any) -> Any:
     return p.device if p is not None else torch.device("cpu")
 
 
-@validate_args(model=_MODULE, cfg=[InstanceOf(TrainConfig)])
+def _tiny_model_example() -> dict[str, Any]:
+    from trustlab.models.nets import MLP
+
+    return {"model": MLP(2, 2, hidden=(2,)), "cfg": TrainConfig()}
+
+
+@validate_args(_tiny_model_example, model=_MODULE, cfg=[InstanceOf(TrainConfig)])
 def make_optimizer(model: Any, cfg: TrainConfig) -> tuple[Any, Any]:
     """The optimizer (Adam, or SGD with momentum) and StepLR scheduler (None without ``lr_step``) of ``cfg``.
 
