@@ -12,17 +12,18 @@ torch = pytest.importorskip("torch")
 
 from trustlab.core.base import state_dict_hash  # noqa: E402
 from trustlab.core.exceptions import ConfigError, InputError  # noqa: E402
+from trustlab.core.seeding import isolated_global_rng  # noqa: E402
 from trustlab.methods import amun as A  # noqa: E402
 from trustlab.models import predict_logits  # noqa: E402
 
 
 # -- fixtures ------------------------------------------------------------------------------------------
 def _net(seed: int = 0, d: int = 16, k: int = 3, dropout: float = 0.0):
-    torch.manual_seed(seed)
-    layers = [torch.nn.Linear(d, 32), torch.nn.ReLU()]
-    if dropout:
-        layers.append(torch.nn.Dropout(dropout))
-    return torch.nn.Sequential(*layers, torch.nn.Linear(32, k))
+    with isolated_global_rng(seed):
+        layers = [torch.nn.Linear(d, 32), torch.nn.ReLU()]
+        if dropout:
+            layers.append(torch.nn.Dropout(dropout))
+        return torch.nn.Sequential(*layers, torch.nn.Linear(32, k))
 
 
 @pytest.fixture(scope="module")
@@ -310,8 +311,8 @@ def test_end_to_end_digits_membership_is_visible():
     data = A.UnlearningData(X=Xp, y=yp, train_idx=np.arange(300), test_idx=np.arange(300, 700), num_classes=10)
     spec = A.SGDSpec(epochs=40, lr=0.05)
     refs = A.fit_reference_models(lambda: MLP(64, 10, hidden=(128,)), Xp, yp, 4, spec=spec, seed=0)
-    torch.manual_seed(0)
-    model = MLP(64, 10, hidden=(128,))
+    with isolated_global_rng(0):
+        model = MLP(64, 10, hidden=(128,))
     A.sgd_train(model, Xp[:300], yp[:300], spec, seed=0)
     f = np.arange(60)
     orig = A.evaluate_unlearning(model, data, f, refs, balanced=False, svc=True)

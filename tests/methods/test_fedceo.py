@@ -237,16 +237,16 @@ def test_accountant_matches_opacus():
 # ---------------------------------------------------------------------------------------------- simulator
 @pytest.fixture(scope="module")
 def fl_setup():
-    import torch
-
+    from trustlab.core.seeding import isolated_global_rng
     from trustlab.data import load_digits_images, partition_iid
     from trustlab.methods.fedceo import BiasFreeMLP
 
     ds = load_digits_images(flatten=True)
     X, y = ds.X[:400], ds.y[:400]
     clients = [(X[p], y[p]) for p in partition_iid(y[:300], 6, seed=0)]
-    torch.manual_seed(0)
-    return BiasFreeMLP(64, 16, 10), clients, (X[300:], y[300:])
+    with isolated_global_rng(0):
+        model = BiasFreeMLP(64, 16, 10)
+    return model, clients, (X[300:], y[300:])
 
 
 def test_vectorised_equals_loop(fl_setup):
@@ -535,3 +535,27 @@ def test_strategy_calls_the_aggregator(flwr_env):
     assert strat.taus[4] == fedceo_threshold(2, 0.5) and strat.aggregator.n_smoothing_events_ == 2
     ref = smooth_clients(ups, fedceo_threshold(2, 0.5), client_ids=[5, 6, 7])
     assert np.allclose(strat.client_models[6]["w"], ref.client_params[1]["w"])
+
+
+def test_experiment_configs_and_calibration_match_opacus(fl_setup):
+    """The experiment's noise calibration predicts each client's Opacus steps from the schedule; the run's
+    histories must have exactly those steps and spend at most the target epsilon."""
+    from collections import Counter
+
+    from trustlab.experiments.fedceo import Config, _calibrate
+    from trustlab.methods.fedceo import client_schedule, run_federated
+
+    for mode in ("quick", "default", "paper"):
+        Config.for_mode(mode).validate()
+    with pytest.raises(ConfigError):
+        Config(lam_grid=()).validate()
+    model, clients, test = fl_setup
+    cfg = Config(n_clients=len(clients), clients_per_round=3, rounds=4, target_epsilon=5.0)
+    mech = _calibrate(cfg, [len(c[1]) for c in clients], seed=0)
+    h = run_federated(model, clients, mechanism=mech, rounds=4, clients_per_round=3, batch_size=cfg.batch_size,
+                      seed=0)
+    counts = Counter(c for s in client_schedule(len(clients), 3, 4, 0) for c in s)
+    for c, hist in h.dp_histories.items():
+        per_epoch = -(-len(clients[c][1]) // cfg.batch_size)
+        assert sum(n for _, _, n in hist) == counts[c] * per_epoch
+    assert 4.9 <= h.epsilon <= 5.0
