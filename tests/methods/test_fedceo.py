@@ -475,7 +475,7 @@ def test_aggregate_takes_the_round_and_client_ids():
     ups = _uploads(3)
     with pytest.raises(ConfigError, match="'server_round' argument of FedCEO.aggregate"):
         FedCEO(lam=1.0).aggregate(ups, server_round=0)
-    with pytest.raises(InputError, match="holds 7 more than once"):
+    with pytest.raises(InputError, match="7 holds more than once"):
         FedCEO(lam=1.0).aggregate(ups, server_round=1, client_ids=[7, 7, 8])
     with pytest.raises(InputError, match="name each of the 3 updates"):
         UDPFedAvg().aggregate(ups, client_ids=[1, 2])

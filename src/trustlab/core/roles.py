@@ -8,6 +8,7 @@ validates parameters and inputs, seeds, calls the private verb and records state
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -297,32 +298,24 @@ class Aggregator(Method):
         return out[""] if plain else out
 
     def _round_arguments(self, owner: str, n: int, server_round: Any, client_ids: Any) -> dict[str, Any]:
-        """Validate ``server_round``/``client_ids`` and keep those that were given (as ``_aggregate`` keywords)."""
-        import inspect
-
+        """Validate ``server_round``/``client_ids``; keep those given, as keywords ``_aggregate`` must declare."""
         from trustlab.core.constraints import Interval, validate_value
 
         extra: dict[str, Any] = {}
         if server_round is not None:
-            validate_value(f"{owner}.aggregate", "server_round", server_round, [Interval(int, 1, None)],
-                           noun="argument")
+            validate_value(f"{owner}.aggregate", "server_round", server_round, [Interval(int, 1, None)], noun="argument")
             extra["server_round"] = int(server_round)
         if client_ids is not None:
             ids = list(client_ids)
-            if len(ids) != n:
+            dup = next((c for i, c in enumerate(ids) if c in ids[:i]), None)
+            if len(ids) != n or dup is not None:
                 raise InputError(f"The 'client_ids' argument of {owner}.aggregate must name each of the {n} updates "
-                                 f"once. Got {len(ids)} id(s) instead.")
-            seen: set[Any] = set()
-            for cid in ids:
-                if cid in seen:
-                    raise InputError(f"The 'client_ids' argument of {owner}.aggregate holds {cid!r} more than once; "
-                                     "every client may upload once per round.")
-                seen.add(cid)
+                                 f"once. Got {len(ids)} id(s)" + (f"; {dup!r} holds more than once." if dup is not None
+                                                                  else " instead."))
             extra["client_ids"] = ids
-        accepted = inspect.signature(self._aggregate).parameters
-        refused = [k for k in extra if k not in accepted]
+        refused = [k for k in extra if k not in inspect.signature(self._aggregate).parameters]
         if refused:
-            raise InputError(f"{owner}.aggregate does not use {refused}; its step depends on neither the round nor "
+            raise InputError(f"{owner}.aggregate does not use {refused}: its step depends on neither the round nor "
                              "the client ids.")
         return extra
 

@@ -146,37 +146,37 @@ def smooth_clients(
         order = sorted(range(k), key=lambda i: keys_for_order[i])
     except TypeError as exc:
         raise InputError(f"The client ids of {owner} must be mutually comparable to fix the FFT order: {exc}") from exc
-    uniform = bool(np.allclose(w, 1.0 / k, rtol=0, atol=1e-12))
-    fast = not client_models and uniform
+    fast = not client_models and bool(np.allclose(w, 1.0 / k, rtol=0, atol=1e-12))
     glob: dict[str, np.ndarray] = {}
     clients: list[dict[str, np.ndarray]] | None = None if fast else [{} for _ in range(k)]
-    collapsed: list[str] = []
-    for name in keys:
-        ref = ups[0][name]
-        if ref.dtype.kind != "f":                      # integer / bool buffers: never FFT'd
-            glob[name] = _weighted_mean([{name: u[name]} for u in ups], w)[name]
-            if clients is not None:
-                for i in range(k):
-                    clients[i][name] = ups[i][name].copy()
-            continue
-        if fast:
-            mean = np.mean([u[name].astype(np.float64) for u in ups], axis=0)
-            out = svt(mean, tau / k)
-            glob[name] = out.astype(ref.dtype)
-            if not out.any() and mean.any():
-                collapsed.append(name)
-            continue
-        stack = np.stack([ups[i][name] for i in order], axis=-1).astype(np.float64)
-        low = tsvt(stack, tau)
-        if not low.any() and stack.any():
-            collapsed.append(name)
-        for pos, i in enumerate(order):
-            clients[i][name] = low[..., pos].astype(ref.dtype)  # type: ignore[index]
-        glob[name] = np.tensordot(low, w[order], axes=([-1], [0])).astype(ref.dtype)
+    collapsed = [name for name in keys if _smooth_param(name, ups, tau, w, order, fast, glob, clients)]
     for name in collapsed:
         warnings.warn(f"{owner}: layer collapsed: the threshold tau={tau:.4g} zeroed every singular value of "
                       f"{name!r}; lower tau (raise lam, or theta towards 1).", LayerCollapsedWarning, stacklevel=3)
     return SmoothingResult(glob, clients, order, collapsed, float(tau))
+
+
+def _smooth_param(name: str, ups: list[dict[str, np.ndarray]], tau: float, w: np.ndarray, order: list[int],
+                  fast: bool, glob: dict[str, np.ndarray], clients: list[dict[str, np.ndarray]] | None) -> bool:
+    """Smooth one parameter into ``glob`` (and ``clients``); True when the threshold zeroed a non-zero layer."""
+    ref = ups[0][name]
+    if ref.dtype.kind != "f":                      # integer / bool buffers: never FFT'd
+        glob[name] = _weighted_mean([{name: u[name]} for u in ups], w)[name]
+        if clients is not None:
+            for i in range(len(ups)):
+                clients[i][name] = ups[i][name].copy()
+        return False
+    if fast:
+        mean = np.mean([u[name].astype(np.float64) for u in ups], axis=0)
+        out = svt(mean, tau / len(ups))
+        glob[name] = out.astype(ref.dtype)
+        return not out.any() and bool(mean.any())
+    stack = np.stack([ups[i][name] for i in order], axis=-1).astype(np.float64)
+    low = tsvt(stack, tau)
+    for pos, i in enumerate(order):
+        clients[i][name] = low[..., pos].astype(ref.dtype)  # type: ignore[index]
+    glob[name] = np.tensordot(low, w[order], axes=([-1], [0])).astype(ref.dtype)
+    return not low.any() and bool(stack.any())
 
 
 def _normalised_weights(weights: Any, k: int, owner: str) -> np.ndarray:
