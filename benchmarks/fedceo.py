@@ -1,4 +1,5 @@
-"""FedCEO speed: server step vs plain averaging (K = 10, 50, 100) and vectorised vs per-client-loop rounds.
+"""FedCEO speed: server step vs plain averaging (K = 10, 50, 100), vectorised vs per-client-loop rounds, and a
+DP-SGD round (Opacus per client, what the experiment runs).
 
 Standalone: ``python benchmarks/fedceo.py [--repeats 20]``. Prints a table and writes
 ``benchmarks/results/fedceo.json``. Targets (issue 5): the FedCEO server step <= 3x averaging at K = 100;
@@ -16,11 +17,11 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
 
+from trustlab.core.seeding import isolated_global_rng  # noqa: E402
+from trustlab.core.threads import limit_threads  # noqa: E402
 from trustlab.data import load_digits_images, partition_iid  # noqa: E402
-from trustlab.methods.fedceo import BiasFreeMLP, FedCEO, UDPFedAvg, run_federated  # noqa: E402
+from trustlab.methods.fedceo import DPSGD, BiasFreeMLP, FedCEO, UDPFedAvg, run_federated  # noqa: E402
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -52,8 +53,8 @@ def simulator_rounds(rounds: int) -> dict:
     ds = load_digits_images(flatten=True)
     X, y = ds.X[:1200], ds.y[:1200]
     clients = [(X[p], y[p]) for p in partition_iid(y, 20, seed=0)]
-    torch.manual_seed(0)
-    model = BiasFreeMLP(64, 128, 10)
+    with isolated_global_rng(0):
+        model = BiasFreeMLP(64, 128, 10)
     out = {}
     for vec in (True, False):
         kw = dict(rounds=rounds, clients_per_round=10, local_epochs=2, batch_size=16, lr=0.1, seed=0, vectorised=vec)
@@ -62,6 +63,12 @@ def simulator_rounds(rounds: int) -> dict:
         out["vectorised" if vec else "loop"] = dict(round_ms=1e3 * float(np.median(h.round_time_s)),
                                                    local_ms=1e3 * h.local_time_s / rounds)
     out["speedup"] = out["loop"]["round_ms"] / out["vectorised"]["round_ms"]
+    with isolated_global_rng(0):
+        small = BiasFreeMLP(64, 64, 10)
+    h = run_federated(small, clients, aggregator=FedCEO(lam=1.0, interval=10, theta=1.04), mechanism=DPSGD(sigma=2.0),
+                      restart=True, rounds=max(2, rounds // 4), clients_per_round=10, batch_size=16, lr=0.1,
+                      momentum=0.5, seed=0)
+    out["dpsgd"] = dict(round_ms=1e3 * float(np.median(h.round_time_s)))
     return out
 
 
@@ -70,8 +77,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=20)
     args = ap.parse_args()
-    torch.set_num_threads(1)
-    with threadpool_limits(1):
+    with limit_threads(1):
         steps = server_steps(args.repeats)
         sim = simulator_rounds(args.rounds)
     print("server step (MLP 64-128-10, median ms):")
@@ -81,6 +87,7 @@ def main() -> None:
               f"{r['fedceo_full_ms']:>16.3f} {r['ratio_full']:>6.1f}")
     print(f"simulator round (K=10, 2 local epochs, batch 16): vectorised {sim['vectorised']['round_ms']:.1f} ms, "
           f"loop {sim['loop']['round_ms']:.1f} ms, speedup {sim['speedup']:.1f}x")
+    print(f"DP-SGD round (Opacus per client, K=10, MLP 64-64-10, 1 epoch, batch 16): {sim['dpsgd']['round_ms']:.0f} ms")
     at100 = next(r for r in steps if r["K"] == 100)
     print(f"target server step <= 3x at K=100 (global path): {'MET' if at100['ratio_global'] <= 3 else 'MISSED'} "
           f"({at100['ratio_global']:.2f}x; with per-client models {at100['ratio_full']:.1f}x)")

@@ -12,32 +12,6 @@ DECLARED = {k: f for k, f in FUNCTIONS.items() if declared_args(f) is not None}
 
 #: TRANSITIONAL (issue 15): functions not yet declared; this list must end empty.
 PENDING: set[str] = {
-    "trustlab.methods.amun.adversarial_set",
-    "trustlab.methods.amun.avg_gap",
-    "trustlab.methods.amun.choose_eps_init",
-    "trustlab.methods.amun.clear_adversarial_cache",
-    "trustlab.methods.amun.evaluate_unlearning",
-    "trustlab.methods.amun.fit_reference_models",
-    "trustlab.methods.amun.logits_of",
-    "trustlab.methods.amun.mia_auc",
-    "trustlab.methods.amun.rmia_scores",
-    "trustlab.methods.amun.sgd_train",
-    "trustlab.methods.amun.svc_mia",
-    "trustlab.methods.amun.taylor_soft_margin",
-    "trustlab.methods.amun.threshold_scores",
-    "trustlab.methods.fedceo.clip_update",
-    "trustlab.methods.fedceo.content_key",
-    "trustlab.methods.fedceo.fedceo_threshold",
-    "trustlab.methods.fedceo.from_three_way",
-    "trustlab.methods.fedceo.rdp_epsilon",
-    "trustlab.methods.fedceo.run_federated",
-    "trustlab.methods.fedceo.smooth_clients",
-    "trustlab.methods.fedceo.svt",
-    "trustlab.methods.fedceo.to_three_way",
-    "trustlab.methods.fedceo.tsvt",
-    "trustlab.methods.fedceo.tsvt_reference",
-    "trustlab.methods.fedceo.udp_mod",
-    "trustlab.methods.fedceo.weighted_mean",
     "trustlab.methods.softshape.evaluate",
     "trustlab.methods.softshape.mask_top_steps",
     "trustlab.methods.softshape.p1_split",
@@ -62,10 +36,6 @@ PENDING: set[str] = {
     "trustlab.methods.xhacking.tts_summary",
     "trustlab.methods.xhacking.verify_report",
     "trustlab.methods.xhacking.xhack",
-    "trustlab.models.evaluate",
-    "trustlab.models.fit_model",
-    "trustlab.models.make_model",
-    "trustlab.models.predict_proba",
 }
 
 

@@ -15,13 +15,12 @@ from trustlab.methods.fedceo import (
     LayerCollapsedWarning,
     UDPFedAvg,
     fedceo_threshold,
-    from_three_way,
     smooth_clients,
     svt,
-    to_three_way,
     tsvt,
     tsvt_reference,
 )
+from trustlab.methods.fedceo._tsvt import from_three_way, to_three_way
 
 SHAPES = {"matrix": (6, 4), "conv": (3, 2, 3, 3), "bias": (5,)}
 
@@ -94,12 +93,17 @@ def test_threshold_schedule():
     assert fedceo_threshold(3, lam=1.0, theta=2.0) == 4.0
     agg = FedCEO(lam=2.0, theta=1.5, interval=2)
     taus = []
-    for _ in range(4):
-        taus.append(agg.current_threshold())
-        agg.aggregate(_uploads(3))
+    for r in range(1, 5):
+        taus.append(agg.threshold(r))
+        agg.aggregate(_uploads(3), server_round=r)
         assert agg.tau_ == taus[-1]
     assert taus == [None, 1.5 / 4, None, 1.5**2 / 4]
     assert agg.n_smoothing_events_ == 2 and agg.n_rounds_ == 4
+    # the round is explicit: round 6 is smoothing event m = 3 whatever came before; without it, the next round
+    agg.aggregate(_uploads(3), server_round=6)
+    assert agg.tau_ == 1.5**3 / 4 and agg.n_smoothing_events_ == 3
+    agg.aggregate(_uploads(3))
+    assert agg.n_rounds_ == 7 and agg.tau_ is None
 
 
 # ---------------------------------------------------------------------------------------------- aggregator
@@ -233,16 +237,16 @@ def test_accountant_matches_opacus():
 # ---------------------------------------------------------------------------------------------- simulator
 @pytest.fixture(scope="module")
 def fl_setup():
-    import torch
-
+    from trustlab.core.seeding import isolated_global_rng
     from trustlab.data import load_digits_images, partition_iid
     from trustlab.methods.fedceo import BiasFreeMLP
 
     ds = load_digits_images(flatten=True)
     X, y = ds.X[:400], ds.y[:400]
     clients = [(X[p], y[p]) for p in partition_iid(y[:300], 6, seed=0)]
-    torch.manual_seed(0)
-    return BiasFreeMLP(64, 16, 10), clients, (X[300:], y[300:])
+    with isolated_global_rng(0):
+        model = BiasFreeMLP(64, 16, 10)
+    return model, clients, (X[300:], y[300:])
 
 
 def test_vectorised_equals_loop(fl_setup):
@@ -330,7 +334,7 @@ def test_strategy_refuses_too_few_and_names_bad_nodes(flwr_env):
         strat.aggregate_train(1, [_msg(1, ups[0]), _msg(2, ups[1], error=True)])
     bad = {"w": ups[2]["w"].copy()}
     bad["w"][0, 0] = np.nan
-    with pytest.raises(InputError, match="Client 42"):
+    with pytest.raises(InputError, match="client 42"):
         strat.aggregate_train(1, [_msg(1, ups[0]), _msg(42, bad)])
     with pytest.raises(InputError, match="more than once"):
         strat.aggregate_train(1, [_msg(1, ups[0]), _msg(1, ups[1])])
@@ -408,3 +412,150 @@ def test_flower_simulation_two_clients():
                    backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}, "init_args": {"num_cpus": 2}})
     assert result["taus"] == {1: 0.1, 2: 0.1}
     assert set(result["arrays"].keys()) == {"fc1.weight", "fc2.weight"}
+
+
+# ---------------------------------------------------------------------------------------------- issue 14/15/32
+def test_dpsgd_epsilon_independent_of_smoothing(fl_setup):
+    """A4's old content, now a unit test: the accountant never sees the aggregator (smoothing is
+    post-processing), so FedCEO with the restart rule and DP-FedAvg spend the same epsilon on the same
+    histories; the PRV accountant agrees with the RDP one within its error."""
+    from trustlab.methods.fedceo import DPSGD, dp_epsilon, run_federated
+
+    model, clients, test = fl_setup
+    kw = dict(rounds=4, clients_per_round=3, mechanism=DPSGD(sigma=1.5), batch_size=16, eval_sets={"test": test},
+              seed=2)
+    a = run_federated(model, clients, aggregator=FedCEO(lam=1.0, interval=2), restart=True, **kw)
+    b = run_federated(model, clients, aggregator=UDPFedAvg(), **kw)
+    assert a.dp_histories == b.dp_histories and a.epsilon == b.epsilon > 0
+    assert sum(a.restarted) > 0 and sum(b.restarted) == 0, "the restart rule must be exercised"
+    assert not np.allclose(a.final_params["fc1.weight"], b.final_params["fc1.weight"])
+    prv = dp_epsilon(a.dp_histories, accountant="prv")
+    assert prv <= a.epsilon + 0.01
+    c = run_federated(model, clients, aggregator=UDPFedAvg(), **{**kw, "mechanism": DPSGD(sigma=3.0)})
+    assert c.epsilon < b.epsilon
+
+
+def test_calibrated_dpsgd_meets_its_target():
+    from trustlab.methods.fedceo import DPSGD, dp_epsilon
+
+    mech = DPSGD.for_epsilon(4.0, sample_rate=0.25, steps=120)
+    eps = dp_epsilon({0: [(mech.sigma, 0.25, 60)] * 2, 1: [(mech.sigma, 0.25, 40)]})
+    assert 3.9 <= eps <= 4.0
+    with pytest.raises(ConfigError, match="'target_epsilon' argument of DPSGD.for_epsilon"):
+        DPSGD.for_epsilon(0.0, sample_rate=0.25, steps=10)
+
+
+def test_client_schedule_is_what_the_simulator_samples(fl_setup):
+    from trustlab.methods.fedceo import client_schedule, run_federated
+
+    model, clients, test = fl_setup
+    h = run_federated(model, clients, rounds=3, clients_per_round=4, seed=5)
+    assert h.sampled == client_schedule(len(clients), 4, 3, seed=5)
+
+
+def test_restart_rule_stores_the_latest_model_like_the_official_code(fl_setup):
+    """Every client's latest model is stored (smoothed after a smoothing round, else its upload); clients
+    sampled in rounds t with t % I == 0, t > 0 that hold one start from it."""
+    from trustlab.methods.fedceo import run_federated
+
+    model, clients, test = fl_setup
+    h = run_federated(model, clients, aggregator=FedCEO(lam=1.0, interval=2), restart=True, rounds=5,
+                      clients_per_round=3, seed=1)
+    seen: set[int] = set()
+    for t, s in enumerate(h.sampled):
+        expected = sum(c in seen for c in s) if t > 0 and t % 2 == 0 else 0
+        assert h.restarted[t] == expected
+        seen |= set(s)
+    with pytest.raises(InputError, match="client_models=True"):
+        run_federated(model, clients, aggregator=FedCEO(lam=1.0, client_models=False), restart=True, rounds=1,
+                      clients_per_round=2)
+
+
+def test_aggregate_takes_the_round_and_client_ids():
+    ups = _uploads(3)
+    with pytest.raises(ConfigError, match="'server_round' argument of FedCEO.aggregate"):
+        FedCEO(lam=1.0).aggregate(ups, server_round=0)
+    with pytest.raises(InputError, match="7 holds more than once"):
+        FedCEO(lam=1.0).aggregate(ups, server_round=1, client_ids=[7, 7, 8])
+    with pytest.raises(InputError, match="name each of the 3 updates"):
+        UDPFedAvg().aggregate(ups, client_ids=[1, 2])
+    a = FedCEO(lam=0.5)
+    a.aggregate(ups, server_round=1, client_ids=[30, 10, 20])
+    b = smooth_clients(ups, fedceo_threshold(1, 0.5), client_ids=[30, 10, 20])
+    assert b.order == [1, 2, 0] and a.client_order_ == [1, 2, 0]
+    assert np.allclose(a.client_models_[0]["matrix"], b.client_params[0]["matrix"])
+
+
+def test_aggregator_without_round_refuses_it():
+    from toys import ToyAggregator
+
+    with pytest.raises(InputError, match="does not use"):
+        ToyAggregator().aggregate(_uploads(2), server_round=3)
+
+
+@pytest.mark.parametrize("weights", [[1, -1, 1, -1], [np.nan, 1, 1, 1], [-1, 1, 1, 1], [1, 1], [0, 0, 0, 0],
+                                     [np.inf, 1, 1, 1]])
+def test_smooth_clients_refuses_bad_weights(weights):
+    """Issue 15: negative, NaN, infinite, all-zero or wrong-length weights were accepted (NaN/inf parameters)."""
+    with pytest.raises(InputError, match="weights"):
+        smooth_clients(_uploads(4), 0.1, weights=weights)
+
+
+def test_udp_regressions():
+    """Issue 15: UDP(clip=inf) returned infinities; rng=None or an int was an AttributeError; mismatched keys
+    were a bare KeyError."""
+    from trustlab.methods.fedceo import UDP
+
+    with pytest.raises(ConfigError, match="'clip' parameter of UDP must be a finite float > 0"):
+        UDP(clip=float("inf"))
+    with pytest.raises(ConfigError, match="'sigma' parameter of UDP"):
+        UDP(sigma=float("nan"))
+    start, trained = {"w": np.zeros(3)}, {"w": np.ones(3)}
+    for rng in (None, 3, np.random.default_rng(0)):
+        out = UDP(sigma=0.1).privatize(start, trained, rng)
+        assert np.isfinite(out["w"]).all()
+    assert np.array_equal(UDP(sigma=0.1).privatize(start, trained, 3)["w"], UDP(sigma=0.1).privatize(start, trained, 3)["w"])
+    with pytest.raises(InputError, match="same keys.*missing in start: \\['v'\\]"):
+        UDP().privatize(start, {"v": np.ones(3), "w": np.ones(3)})
+    with pytest.raises(InputError, match="shape"):
+        UDP().privatize(start, {"w": np.ones(4)})
+    with pytest.raises(ConfigError, match="'rng' parameter of UDP.privatize"):
+        UDP().privatize(start, trained, "seed")
+
+
+def test_strategy_calls_the_aggregator(flwr_env):
+    from trustlab.methods.fedceo import FedCEOStrategy
+
+    ups = [{"w": u["matrix"]} for u in _uploads(3, seed=4)]
+    strat = FedCEOStrategy(lam=0.5, interval=2, restart=True, fraction_evaluate=0.0)
+    strat.aggregate_train(3, [_msg(i, u) for i, u in zip((5, 6, 7), ups)])
+    assert strat.aggregator.n_rounds_ == 3 and strat.taus[3] is None
+    assert np.array_equal(strat.client_models[6]["w"], ups[1]["w"]), "raw upload stored outside smoothing rounds"
+    strat.aggregate_train(4, [_msg(i, u) for i, u in zip((5, 6, 7), ups)])
+    assert strat.taus[4] == fedceo_threshold(2, 0.5) and strat.aggregator.n_smoothing_events_ == 2
+    ref = smooth_clients(ups, fedceo_threshold(2, 0.5), client_ids=[5, 6, 7])
+    assert np.allclose(strat.client_models[6]["w"], ref.client_params[1]["w"])
+
+
+def test_experiment_configs_and_calibration_match_opacus(fl_setup):
+    """The experiment's noise calibration predicts each client's Opacus steps from the schedule; the run's
+    histories must have exactly those steps and spend at most the target epsilon."""
+    from collections import Counter
+
+    from trustlab.experiments.fedceo import Config, _calibrate
+    from trustlab.methods.fedceo import client_schedule, run_federated
+
+    for mode in ("quick", "default", "paper"):
+        Config.for_mode(mode).validate()
+    with pytest.raises(ConfigError):
+        Config(lam_grid=()).validate()
+    model, clients, test = fl_setup
+    cfg = Config(n_clients=len(clients), clients_per_round=3, rounds=4, target_epsilon=5.0)
+    mech = _calibrate(cfg, [len(c[1]) for c in clients], seed=0)
+    h = run_federated(model, clients, mechanism=mech, rounds=4, clients_per_round=3, batch_size=cfg.batch_size,
+                      seed=0)
+    counts = Counter(c for s in client_schedule(len(clients), 3, 4, 0) for c in s)
+    for c, hist in h.dp_histories.items():
+        per_epoch = -(-len(clients[c][1]) // cfg.batch_size)
+        assert sum(n for _, _, n in hist) == counts[c] * per_epoch
+    assert 4.9 <= h.epsilon <= 5.0

@@ -8,6 +8,7 @@ validates parameters and inputs, seeds, calls the private verb and records state
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -241,11 +242,16 @@ Update = np.ndarray | Mapping[str, np.ndarray]
 
 
 class Aggregator(Method):
-    """Aggregator role: ``aggregate(updates, weights=None) -> params``.
+    """Aggregator role: ``aggregate(updates, weights=None, *, server_round=None, client_ids=None) -> params``.
 
     ``updates`` is a non-empty sequence of arrays, or of dicts name -> array with the same keys and
     shapes. ``_aggregate`` always receives a list of dicts and normalised weights (summing to 1) and
     returns one dict; the public verb gives back the caller's form.
+
+    ``server_round`` (an int >= 1, Flower's numbering) and ``client_ids`` (one distinct hashable per update)
+    are passed on to ``_aggregate`` as keywords when given, for aggregators whose step depends on the round
+    (a schedule) or on who sent what (per-client state, error messages naming the client); an aggregator
+    that declares no such keyword refuses them.
 
     Tag ``consensus_fixed_point`` (default True): identical updates aggregate to that update. Set it to
     False only for server-side denoisers that shrink by design (e.g. singular-value thresholding), and say
@@ -257,23 +263,26 @@ class Aggregator(Method):
     tags: ClassVar[dict[str, Any]] = {"role": "aggregator", "consensus_fixed_point": True}
 
     @_public_verb(begin=True)
-    def aggregate(self, updates: Sequence[Update], weights: Any = None) -> Update:
+    def aggregate(self, updates: Sequence[Update], weights: Any = None, *, server_round: int | None = None,
+                  client_ids: Sequence[Any] | None = None) -> Update:
         owner = type(self).__name__
         if not isinstance(updates, Sequence) or isinstance(updates, str | bytes) or len(updates) == 0:
             raise InputError(f"The 'updates' argument of {owner}.aggregate must be a non-empty list. Got {updates!r}.")
         plain = not isinstance(updates[0], Mapping)
         dicts = [{"": u} if plain else dict(u) for u in updates]
         keys = list(dicts[0])
+        ids = list(client_ids) if client_ids is not None and len(client_ids) == len(dicts) else None
         arrays = []
         for i, d in enumerate(dicts):
-            if list(d) != keys:
-                raise InputError(f"Update {i} of {owner}.aggregate has keys {list(d)}; expected {keys}.")
-            arrays.append({k: check_array(d[k], name=f"updates[{i}][{k!r}]" if k else f"updates[{i}]",
-                                          owner=owner, ndim=None) for k in keys})
+            who = f"updates[{i}]" + (f" (client {ids[i]!r})" if ids is not None else "")
+            if sorted(d) != sorted(keys):
+                raise InputError(f"Update {who} of {owner}.aggregate has keys {list(d)}; expected {keys}.")
+            arrays.append({k: check_array(d[k], name=f"{who}[{k!r}]" if k else who, owner=owner, ndim=None)
+                           for k in keys})
             for k in keys:
                 if arrays[i][k].shape != arrays[0][k].shape:
                     raise InputError(
-                        f"Update {i} of {owner}.aggregate has shape {arrays[i][k].shape} for {k!r}; "
+                        f"Update {who} of {owner}.aggregate has shape {arrays[i][k].shape} for {k!r}; "
                         f"expected {arrays[0][k].shape}."
                     )
         if weights is None:
@@ -284,8 +293,31 @@ class Aggregator(Method):
             if (w < 0).any() or w.sum() <= 0:
                 raise InputError(f"The 'weights' argument of {owner}.aggregate must be >= 0 with a positive sum. Got {w}.")
             w = w / w.sum()
-        out = self._aggregate(arrays, w)
+        extra = self._round_arguments(owner, len(arrays), server_round, client_ids)
+        out = self._aggregate(arrays, w, **extra)
         return out[""] if plain else out
+
+    def _round_arguments(self, owner: str, n: int, server_round: Any, client_ids: Any) -> dict[str, Any]:
+        """Validate ``server_round``/``client_ids``; keep those given, as keywords ``_aggregate`` must declare."""
+        from trustlab.core.constraints import Interval, validate_value
+
+        extra: dict[str, Any] = {}
+        if server_round is not None:
+            validate_value(f"{owner}.aggregate", "server_round", server_round, [Interval(int, 1, None)], noun="argument")
+            extra["server_round"] = int(server_round)
+        if client_ids is not None:
+            ids = list(client_ids)
+            dup = next((c for i, c in enumerate(ids) if c in ids[:i]), None)
+            if len(ids) != n or dup is not None:
+                raise InputError(f"The 'client_ids' argument of {owner}.aggregate must name each of the {n} updates "
+                                 f"once. Got {len(ids)} id(s)" + (f"; {dup!r} holds more than once." if dup is not None
+                                                                  else " instead."))
+            extra["client_ids"] = ids
+        refused = [k for k in extra if k not in inspect.signature(self._aggregate).parameters]
+        if refused:
+            raise InputError(f"{owner}.aggregate does not use {refused}: its step depends on neither the round nor "
+                             "the client ids.")
+        return extra
 
     def _aggregate(self, updates: list[dict[str, np.ndarray]], weights: np.ndarray) -> dict[str, np.ndarray]:
         raise NotImplementedError  # pragma: no cover - abstract

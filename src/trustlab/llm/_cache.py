@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Satisfies
 from trustlab.core.files import atomic_write_text
 
 __all__ = [
@@ -30,6 +32,14 @@ MANIFEST = "trustlab-manifest.json"
 _FORMAT = 1
 
 
+def _is_path(v: Any) -> bool:
+    return isinstance(v, str | os.PathLike) and str(v) != ""
+
+
+_PATH = Satisfies(_is_path, "a file or folder path (str or os.PathLike)", [3.5, "", b"x"])
+
+
+@validate_args(cache_dir=[_PATH, None])
 def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """The trustlab cache folder: ``cache_dir``, else ``$TRUSTLAB_CACHE``, else ``~/.cache/trustlab``.
 
@@ -49,6 +59,7 @@ def sha256_path(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
+@validate_args(_example=lambda: {"path": __file__}, path=[_PATH], cache_dir=[_PATH, None])
 def file_sha256(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None) -> str:
     """sha256 of a file, remembered per (path, size, mtime) in ``<cache>/hashes.json``.
 

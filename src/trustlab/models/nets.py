@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.constraints import InstanceOf, Interval
 from trustlab.core.optional import require
 
 torch = require("torch", purpose="trustlab.models")
@@ -56,8 +58,16 @@ class SmallCNN(nn.Module):
         return self.head(self.features(x).flatten(1))
 
 
+@validate_args(kind=[InstanceOf(str)], in_shape=[SequenceOf(Interval(int, 1, None))],
+               n_classes=[Interval(int, 1, None)])
 def make_model(kind: str, in_shape: Sequence[int], n_classes: int, **kwargs: object) -> nn.Module:
-    """Build ``"mlp"`` or ``"cnn"`` for inputs of per-sample shape ``in_shape``."""
+    """Build ``"mlp"`` or ``"cnn"`` for inputs of per-sample shape ``in_shape`` (a list or tuple of sizes).
+
+    Examples
+    --------
+    >>> make_model("mlp", (8, 8), 10, hidden=(16,))(torch.zeros(2, 8, 8)).shape
+    torch.Size([2, 10])
+    """
     from trustlab.core.exceptions import UnknownNameError, did_you_mean
 
     if kind == "mlp":

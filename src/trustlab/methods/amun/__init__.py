@@ -9,13 +9,15 @@ Unlearning" (arXiv:2503.00917). Light to import: torch loads only when a name be
   ``handle = M(...).apply(model, forget_idx, data)``; ``handle.restore()`` gives back the original weights.
 * :class:`UnlearningData` -- the pool, its train/test split and input box; :func:`sgd_train`.
 * Evaluation: :func:`fit_reference_models`, :func:`rmia_scores` (online RMIA), :func:`threshold_scores`,
-  :func:`svc_mia`, :func:`mia_auc`, :func:`evaluate_unlearning` (UA/RA/TA/AUC) and :func:`avg_gap`.
+  :func:`svc_mia`, :func:`mia_auc`, :func:`evaluate_unlearning` (UA/RA/TA/AUC as :class:`UnlearningMetrics`)
+  and :func:`avg_gap`.
 """
 
 from __future__ import annotations
 
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
+from trustlab.methods.amun._paper import PAPER as PAPER
 
 _M = "trustlab.methods.amun._methods"
 for _name in ("AMUN", "Retrain", "FineTune", "GradientAscent", "RandomLabel", "BoundaryShrink", "SalUn", "L1Sparse"):
@@ -24,16 +26,16 @@ for _name in ("AMUN", "Retrain", "FineTune", "GradientAscent", "RandomLabel", "B
 _LAZY = {
     "AMUN": "_methods", "Retrain": "_methods", "FineTune": "_methods", "GradientAscent": "_methods",
     "RandomLabel": "_methods", "BoundaryShrink": "_methods", "SalUn": "_methods", "L1Sparse": "_methods",
-    "Unlearner": "_methods", "PAPER": "_methods",
+    "Unlearner": "_methods",
     "adversarial_set": "_adversarial", "AdversarialSet": "_adversarial", "choose_eps_init": "_adversarial",
     "clear_adversarial_cache": "_adversarial",
-    "UnlearningData": "_data", "SGDSpec": "_data", "sgd_train": "_data", "logits_of": "_data",
-    "UnlearningDivergedError": "_data",
+    "UnlearningData": "_data", "SGDSpec": "_data", "sgd_train": "_data", "UnlearningDivergedError": "_data",
     "ReferenceModels": "_evaluate", "fit_reference_models": "_evaluate", "taylor_soft_margin": "_evaluate",
     "rmia_scores": "_evaluate", "mia_auc": "_evaluate", "threshold_scores": "_evaluate", "svc_mia": "_evaluate",
-    "evaluate_unlearning": "_evaluate", "avg_gap": "_evaluate", "METRIC_KEYS": "_evaluate",
+    "evaluate_unlearning": "_evaluate", "UnlearningMetrics": "_evaluate", "avg_gap": "_evaluate",
+    "METRIC_KEYS": "_evaluate", "SmallSampleWarning": "_evaluate",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = sorted(["PAPER", *_LAZY])
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

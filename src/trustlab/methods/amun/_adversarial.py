@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -10,8 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.base import state_dict_hash
+from trustlab.core.constraints import Interval
 from trustlab.core.exceptions import InputError
-from trustlab.methods.amun._data import _device, _Threads, as_int64
+from trustlab.core.hashing import content_hash
+from trustlab.core.threads import limit_threads
+from trustlab.methods.amun._data import MODEL_RULE, POSITIVE_FINITE, RANGE_RULE, as_int64
+from trustlab.models import MLP, device_of
 
 __all__ = ["AdversarialSet", "adversarial_set", "choose_eps_init", "clear_adversarial_cache"]
 
@@ -56,54 +61,56 @@ class AdversarialSet:
                 "mean_doublings": float(self.n_doublings.mean()), "wall_time_s": float(self.wall_time_s)}
 
 
+@validate_args()
 def clear_adversarial_cache() -> None:
+    """Forget every cached adversarial set (the cache holds the 64 most recent)."""
     _CACHE.clear()
 
 
 def _content_key(model: Any, X: np.ndarray, y: np.ndarray, schedule: tuple[Any, ...]) -> str:
-    from trustlab.core.base import state_dict_hash
-
-    h = hashlib.sha256()
-    h.update(type(model).__qualname__.encode())
-    h.update(state_dict_hash(model).encode())
-    for arr in (X, y):
-        a = np.ascontiguousarray(arr)
-        h.update(str((a.dtype, a.shape)).encode())
-        h.update(a.tobytes())
-    h.update(repr(schedule).encode())
-    return h.hexdigest()
+    return content_hash(type(model).__qualname__, state_dict_hash(model), X, y, repr(schedule))
 
 
-def _validate(X: Any, y: Any, eps_init: Any, steps: Any, max_doublings: Any, input_range: Any,
-              owner: str) -> tuple[np.ndarray, np.ndarray, float, float]:
-    X = np.asarray(X)
-    if X.dtype.kind not in "fiu" or X.ndim < 2 or len(X) == 0:
-        raise InputError(f"The 'X' argument of {owner} must be a non-empty numeric array of ndim >= 2. "
-                         f"Got dtype {X.dtype}, shape {X.shape}.")
-    X = X.astype(np.float32)
-    if not np.all(np.isfinite(X)):
-        raise InputError(f"The 'X' argument of {owner} contains NaN or infinite values.")
+def _n_outputs(model: Any, x: np.ndarray) -> int:
+    import torch
+
+    with torch.no_grad():
+        out = model(torch.as_tensor(x[:1], device=device_of(model)))
+    return int(out.shape[-1]) if out.ndim >= 2 else 1
+
+
+def _validate(model: Any, X: Any, y: Any, input_range: Any, owner: str) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The semantic checks the declared rules cannot make: lengths, the box, labels vs the model's outputs."""
+    X = np.asarray(X).astype(np.float32)
     y = np.asarray(y)
-    if y.ndim != 1 or len(y) != len(X):
+    if len(y) != len(X):
         raise InputError(f"The 'y' argument of {owner} must be 1-d with {len(X)} labels. Got shape {y.shape}.")
     y = as_int64(y, f"The 'y' argument of {owner} must hold integer labels")
-    for name, v, low in (("steps", steps, 1), ("max_doublings", max_doublings, 0)):
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
-            raise InputError(f"The '{name}' argument of {owner} must be an int >= {low}. Got {v!r}.")
-    if isinstance(eps_init, bool) or not isinstance(eps_init, int | float | np.integer | np.floating) \
-            or not np.isfinite(eps_init) or eps_init <= 0:
-        raise InputError(f"The 'eps_init' argument of {owner} must be a finite number > 0. Got {eps_init!r}.")
-    try:
-        lo, hi = (float(v) for v in input_range)
-    except Exception as exc:  # noqa: BLE001
-        raise InputError(f"The 'input_range' argument of {owner} must be a pair (lo, hi). Got {input_range!r}.") from exc
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise InputError(f"The 'input_range' argument of {owner} must be finite with lo < hi. Got {input_range!r}.")
+    lo, hi = (float(v) for v in input_range)
     tol = 1e-6 * (hi - lo)
     if X.min() < lo - tol or X.max() > hi + tol:
         raise InputError(f"The inputs of {owner} lie outside the declared input_range {(lo, hi)} "
                          f"(min {float(X.min()):.4g}, max {float(X.max()):.4g}).")
-    return np.clip(X, lo, hi), y, lo, hi
+    X = np.clip(X, lo, hi)
+    was = model.training
+    model.eval()
+    try:
+        n_out = _n_outputs(model, X)
+    finally:
+        model.train(was)
+    if y.max() >= n_out:
+        raise InputError(f"The 'y' argument of {owner} holds the label {int(y.max())}, but the model has {n_out} "
+                         f"outputs: labels must lie in [0, {n_out}).")
+    return X, y, lo, hi
+
+
+def _example() -> dict[str, Any]:
+    return {"model": MLP(2, 3, hidden=(4,)), "X": np.full((3, 2), 0.5), "y": np.array([0, 1, 2])}
+
+
+_RULES: dict[str, Any] = {"model": MODEL_RULE, "X": [ArrayLike(ndim=(2, 3, 4, 5))],
+                          "y": [ArrayLike(ndim=1, dtype="integer", low=0)], "steps": [Interval(int, 1, None)],
+                          "input_range": [RANGE_RULE]}
 
 
 def _attack_batch(model: Any, x0: Any, y: Any, eps_init: float, steps: int, max_doublings: int,
@@ -160,6 +167,8 @@ def _attack_batch(model: Any, x0: Any, y: Any, eps_init: float, steps: int, max_
     return x.detach(), y_adv, eps, k, pre, capped
 
 
+@validate_args(_example, **_RULES, eps_init=[POSITIVE_FINITE], max_doublings=[Interval(int, 0, 30)],
+               batch_size=[Interval(int, 1, None)], use_cache=["boolean"], num_threads=[Interval(int, 1, None), None])
 def adversarial_set(model: Any, X: Any, y: Any, eps_init: float, steps: int = 50, max_doublings: int = 12, *,
                     input_range: tuple[float, float] = (0.0, 1.0), batch_size: int = 512, use_cache: bool = True,
                     num_threads: int | None = 1) -> AdversarialSet:
@@ -173,6 +182,8 @@ def adversarial_set(model: Any, X: Any, y: Any, eps_init: float, steps: int = 50
     The model is put in eval mode and restored. Results are cached by a SHA-256 of (model weights, X, y,
     schedule); PGD has no random start, so the output is deterministic.
 
+    Labels must index the model's outputs (``0 <= y < n_outputs``).
+
     Examples
     --------
     >>> import torch, numpy as np
@@ -185,7 +196,7 @@ def adversarial_set(model: Any, X: Any, y: Any, eps_init: float, steps: int = 50
     import torch
 
     owner = "adversarial_set"
-    X, y, lo, hi = _validate(X, y, eps_init, steps, max_doublings, input_range, owner)
+    X, y, lo, hi = _validate(model, X, y, input_range, owner)
     schedule = ("pgd-l2-doubling-v1", float(eps_init), int(steps), int(max_doublings), lo, hi)
     key = _content_key(model, X, y, schedule) if use_cache else ""
     if use_cache and key in _CACHE:
@@ -195,10 +206,10 @@ def adversarial_set(model: Any, X: Any, y: Any, eps_init: float, steps: int = 50
     t0 = time.perf_counter()
     was_training = model.training
     model.eval()
-    dev = _device(model)
+    dev = device_of(model)
     outs = []
     try:
-        with _Threads(num_threads):
+        with limit_threads(num_threads):
             for s in range(0, len(X), batch_size):
                 x0 = torch.as_tensor(X[s:s + batch_size], device=dev)
                 yt = torch.as_tensor(y[s:s + batch_size], device=dev)
@@ -223,6 +234,8 @@ def adversarial_set(model: Any, X: Any, y: Any, eps_init: float, steps: int = 50
     return res
 
 
+@validate_args(_example, **_RULES, target=[Interval("real", 0, 1, closed="right")], pilot=[Interval(int, 1, None)],
+               start=[POSITIVE_FINITE, None], seed=[Interval(int, 0, 2**32 - 1)])
 def choose_eps_init(model: Any, X: Any, y: Any, *, target: float = 0.95, pilot: int = 100, steps: int = 50,
                     start: float | None = None, input_range: tuple[float, float] = (0.0, 1.0),
                     seed: int = 0) -> float:
@@ -231,7 +244,7 @@ def choose_eps_init(model: Any, X: Any, y: Any, *, target: float = 0.95, pilot: 
     Runs Algorithm 1 on the pilot from a small ``start`` radius (default 1 % of the box diagonal) and returns
     the ``target`` quantile of the final radii (a power-of-two multiple of ``start``).
     """
-    X, y, lo, hi = _validate(X, y, 1.0, steps, 0, input_range, "choose_eps_init")
+    X, y, lo, hi = _validate(model, X, y, input_range, "choose_eps_init")
     rng = np.random.default_rng(seed)
     take = rng.choice(len(X), size=min(pilot, len(X)), replace=False)
     diag = (hi - lo) * float(np.sqrt(np.prod(X.shape[1:])))

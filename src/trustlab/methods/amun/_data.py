@@ -7,19 +7,26 @@ original model was trained on and ``test_idx`` the held-out ones. Forget indices
 
 from __future__ import annotations
 
-import time
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from trustlab.core.exceptions import InputError, TrustlabError
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import InstanceOf, Interval, Satisfies
+from trustlab.core.exceptions import InputError
+from trustlab.core.optional import require
+from trustlab.models import MLP, TrainConfig, TrainingDivergedError, fit_model, predict_logits
+
+torch = require("torch", purpose="trustlab.methods.amun")
 
 __all__ = ["UnlearningData", "SGDSpec", "sgd_train", "check_forget_idx", "as_unlearning_data",
            "UnlearningDivergedError"]
 
 
-class UnlearningDivergedError(TrustlabError, FloatingPointError):
+class UnlearningDivergedError(TrainingDivergedError):
     """A fine-tuning loss became NaN or infinite (typically gradient ascent with too large a learning rate)."""
 
 
@@ -144,7 +151,9 @@ def check_forget_idx(forget_idx: Any, data: UnlearningData, owner: str) -> np.nd
 
 @dataclass(frozen=True)
 class SGDSpec:
-    """SGD recipe: ``lr_step`` epochs per StepLR drop by ``gamma`` (None = constant lr)."""
+    """The SGD recipe of the original model, Retrain and the reference models: ``lr_step`` epochs per StepLR
+    drop by ``gamma`` (None = constant lr). :meth:`train_config` turns it into a
+    :class:`trustlab.models.TrainConfig` for the shared training loop."""
 
     epochs: int = 60
     lr: float = 0.05
@@ -154,37 +163,26 @@ class SGDSpec:
     lr_step: int | None = None
     gamma: float = 0.1
 
-
-class _Threads:
-    def __init__(self, n: int | None) -> None:
-        import torch
-
-        self.torch, self.n, self.old = torch, n, torch.get_num_threads()
-
-    def __enter__(self) -> None:
-        if self.n is not None:
-            self.torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc: Any) -> None:
-        self.torch.set_num_threads(self.old)
+    def train_config(self, seed: int = 0, num_threads: int | None = 1,
+                     target_accuracy: float | None = None) -> TrainConfig:
+        return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
+                           optimizer="sgd", momentum=self.momentum, lr_step=self.lr_step, gamma=self.gamma,
+                           target_accuracy=target_accuracy, seed=int(seed), num_threads=num_threads)
 
 
-def _device(model: Any) -> Any:
-    import torch
-
-    p = next(iter(model.parameters()), None)
-    return p.device if p is not None else torch.device("cpu")
-
-
-def make_optimizer(model: Any, spec: SGDSpec) -> tuple[Any, Any]:
-    import torch
-
-    opt = torch.optim.SGD(model.parameters(), lr=spec.lr, momentum=spec.momentum, weight_decay=spec.weight_decay)
-    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=spec.lr_step, gamma=spec.gamma) if spec.lr_step else None
-    return opt, sched
+#: the rule of every ``model`` argument: a torch module
+MODEL_RULE = [Satisfies(lambda m: isinstance(m, torch.nn.Module), "a torch.nn.Module", [None, "not-a-model", 3.5])]
+#: a finite number > 0 (``Interval`` admits inf)
+POSITIVE_FINITE = Satisfies(lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+                            and v > 0, "a finite float > 0", ["x", 0.0, -1.0, float("inf"), float("nan")], valid=1.0)
+#: an input box (lo, hi)
+RANGE_RULE = Satisfies(lambda v: len(v) == 2 and all(math.isfinite(float(b)) for b in v) and float(v[0]) < float(v[1]),
+                       "a pair (lo, hi) of finite floats with lo < hi", [(1.0, 0.0), (0.0, float("inf")), "abc", None],
+                       valid=(0.0, 1.0))
 
 
 def check_finite(loss: Any, owner: str, what: str) -> None:
+    """Raise :class:`UnlearningDivergedError` when a loss is NaN or infinite."""
     if not bool(np.isfinite(float(loss))):
         raise UnlearningDivergedError(
             f"{owner}: the {what} loss became {float(loss)}; the model diverged. Lower 'lr' or 'epochs' "
@@ -192,51 +190,32 @@ def check_finite(loss: Any, owner: str, what: str) -> None:
         )
 
 
+def _sgd_example() -> dict[str, Any]:
+    return {"model": MLP(2, 2, hidden=(2,)), "X": np.zeros((4, 2)), "y": np.array([0, 1, 0, 1])}
+
+
+@validate_args(_sgd_example, model=MODEL_RULE, X=[ArrayLike(ndim=(2, 3, 4))],
+               y=[ArrayLike(ndim=1, dtype="integer", low=0)], spec=[InstanceOf(SGDSpec), None],
+               seed=[Interval(int, 0, 2**32 - 1)], num_threads=[Interval(int, 1, None), None],
+               target_accuracy=[Interval("real", 0, 1, closed="right"), None])
 def sgd_train(model: Any, X: Any, y: Any, spec: SGDSpec | None = None, *, seed: int = 0,
-              num_threads: int | None = 1) -> dict[str, Any]:
-    """Train ``model`` with cross-entropy and SGD(momentum); deterministic by ``seed``. Returns
-    ``{"loss": [...per epoch], "wall_time_s": t}`` and leaves the model in eval mode."""
-    import torch
+              num_threads: int | None = 1, target_accuracy: float | None = None) -> Any:
+    """Train ``model`` with cross-entropy and SGD(momentum) by ``spec``; deterministic by ``seed``.
 
+    Returns a :class:`~trustlab.models.TrainHistory` (a dataclass; it used to be a dict).
+
+    The loop is :func:`trustlab.models.fit_model` (one loop for every trainer): ``train_loss`` per epoch and
+    ``wall_time_s``; the model is left in eval mode; a non-finite loss raises :class:`UnlearningDivergedError`.
+    ``target_accuracy`` stops after the first epoch whose training accuracy reaches it (at most
+    ``spec.epochs``).
+    """
     spec = spec or SGDSpec()
-    t0 = time.perf_counter()
-    dev = _device(model)
-    Xt = torch.as_tensor(np.asarray(X, np.float32), device=dev)
-    yt = torch.as_tensor(np.asarray(y, np.int64), device=dev)
-    gen = torch.Generator().manual_seed(int(seed))
-    losses = []
-    with _Threads(num_threads):
-        opt, sched = make_optimizer(model, spec)
-        model.train()
-        for _ in range(spec.epochs):
-            perm = torch.randperm(len(Xt), generator=gen).to(dev)
-            total = 0.0
-            for s in range(0, len(Xt), spec.batch_size):
-                idx = perm[s:s + spec.batch_size]
-                opt.zero_grad()
-                loss = torch.nn.functional.cross_entropy(model(Xt[idx]), yt[idx])
-                loss.backward()
-                opt.step()
-                total += float(loss.detach()) * len(idx)
-            check_finite(total, "sgd_train", "training")
-            losses.append(total / len(Xt))
-            if sched is not None:
-                sched.step()
-    model.eval()
-    return {"loss": losses, "wall_time_s": time.perf_counter() - t0}
-
-
-def logits_of(model: Any, X: Any, *, batch_size: int = 2048, num_threads: int | None = 1) -> np.ndarray:
-    """Eval-mode logits as float64 (the mode is restored)."""
-    import torch
-
-    was = model.training
-    model.eval()
-    dev = _device(model)
     try:
-        with torch.no_grad(), _Threads(num_threads):
-            Xt = torch.as_tensor(np.asarray(X, np.float32), device=dev)
-            out = torch.cat([model(Xt[i:i + batch_size]) for i in range(0, len(Xt), batch_size)])
-    finally:
-        model.train(was)
-    return out.detach().cpu().numpy().astype(np.float64)
+        return fit_model(model, X, y, spec.train_config(seed, num_threads, target_accuracy))
+    except TrainingDivergedError as exc:
+        raise UnlearningDivergedError(f"sgd_train: {exc}") from exc
+
+
+def logits_of(model: Any, X: Any) -> np.ndarray:
+    """Eval-mode logits as float64 in one batch of 2048 (the mode is restored); validated inputs only."""
+    return predict_logits(model, X, batch_size=2048, num_threads=None)

@@ -15,25 +15,23 @@ import numpy as np
 
 from trustlab.core.base import PaperInfo
 from trustlab.core.constraints import Interval
-from trustlab.core.exceptions import ConfigError, UnsupportedModelError
+from trustlab.core.exceptions import ConfigError, InputError, UnsupportedModelError
 from trustlab.core.roles import EditHandle, EditInfo, ModelEdit
+from trustlab.core.seeding import isolated_global_rng
+from trustlab.core.threads import limit_threads
 from trustlab.methods.amun._data import (
     SGDSpec,
     UnlearningData,
-    _device,
-    _Threads,
     as_unlearning_data,
     check_finite,
     check_forget_idx,
-    make_optimizer,
     sgd_train,
 )
+from trustlab.methods.amun._paper import PAPER
+from trustlab.models import MLP, device_of, make_optimizer, train_epoch
 
 __all__ = ["Unlearner", "AMUN", "Retrain", "FineTune", "GradientAscent", "RandomLabel", "BoundaryShrink",
-           "SalUn", "L1Sparse", "PAPER"]
-
-PAPER = PaperInfo(title="Not All Wrong is Bad: Using Adversarial Examples for Unlearning (AMUN)", arxiv="2503.00917",
-                  repo="https://github.com/Ali-E/AMUN", commit="9e341a9")
+           "SalUn", "L1Sparse"]
 
 _POS = [Interval("real", 0, None, closed="neither")]
 _NONNEG = [Interval("real", 0, None)]
@@ -49,15 +47,36 @@ _COMMON: dict[str, list[Any]] = {
 }
 
 
-def _tiny_inputs() -> dict[str, Any]:
-    from trustlab.testing._inputs import tiny_torch_model
+def _tiny_model() -> Any:
+    """A seeded 4-8-3 MLP for the common checks (its initialisation draws from an isolated global RNG)."""
+    with isolated_global_rng(0):
+        return MLP(4, 3, hidden=(8,))
 
+
+def _tiny_inputs() -> dict[str, Any]:
     rng = np.random.default_rng(0)
     X = rng.random((30, 4)).astype(np.float32)
     y = rng.integers(0, 3, 30)
     data = UnlearningData(X=X, y=y, train_idx=np.arange(20), test_idx=np.arange(20, 30), num_classes=3)
-    return {"model": tiny_torch_model, "args": (np.array([0, 1, 2]), data), "kwargs": {},
+    return {"model": _tiny_model, "args": (np.array([0, 1, 2]), data), "kwargs": {},
             "forward_input": rng.random((5, 4))}
+
+
+def check_model_outputs(model: Any, data: UnlearningData, owner: str) -> None:
+    """The model must have one output per class of ``data`` (labels index its outputs)."""
+    import torch
+
+    with torch.no_grad():
+        was = model.training
+        model.eval()
+        try:
+            out = model(torch.as_tensor(np.asarray(data.X[:1]), device=device_of(model)))
+        finally:
+            model.train(was)
+    n_out = int(out.shape[-1]) if out.ndim >= 2 else 1
+    if n_out != data.num_classes:
+        raise InputError(f"The 'model' argument of {owner} has {n_out} outputs, but the data has "
+                         f"{data.num_classes} classes (labels in [0, {data.num_classes})); they must match.")
 
 
 @dataclass
@@ -73,6 +92,7 @@ class UnlearnInfo(EditInfo):
     finetune_s: float | None = None
     mask_fraction: float | None = None
     bs_label_changed: float | None = None
+    epochs_run: int | None = None
 
 
 class Unlearner(ModelEdit):
@@ -120,8 +140,9 @@ class Unlearner(ModelEdit):
         owner = f"{type(self).__name__}.apply"
         data = as_unlearning_data(data, owner)
         f = check_forget_idx(forget_idx, data, owner)
+        check_model_outputs(model, data, owner)
         r = data.retain_idx(f)
-        dev = _device(model)
+        dev = device_of(model)
 
         def t(a: Any, dt: Any = torch.float32) -> Any:
             return torch.as_tensor(np.asarray(a), dtype=dt, device=dev)
@@ -132,7 +153,7 @@ class Unlearner(ModelEdit):
                                 "use_remain": bool(self.use_remain)}
         was = model.training
         try:
-            with _Threads(1):
+            with limit_threads(1):
                 self._unlearn(model, parts, info)
         finally:
             model.train(was)
@@ -143,35 +164,33 @@ class Unlearner(ModelEdit):
     def _unlearn(self, model: Any, parts: dict[str, Any], info: dict[str, Any]) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    def _train_on(self, model: Any, X: Any, y: Any, *, sign: Any = None, grad_mask: Any = None,
-                  l1: float = 0.0, relabel: Any = None) -> None:
-        """Minibatch SGD over (X, y) for ``self.epochs``; ``relabel(epoch) -> y`` redraws labels each epoch;
-        ``grad_mask`` (name -> 0/1 tensor) masks gradients; ``l1`` adds alpha_e * ||theta||_1 with linear decay."""
+    def _train_on(self, model: Any, X: Any, y: Any, *, grad_mask: Any = None, l1: float = 0.0,
+                  relabel: Any = None) -> None:
+        """Minibatch SGD over (X, y) for ``self.epochs`` (the shared loop, :func:`trustlab.models.train_epoch`);
+        ``relabel(epoch, gen) -> y`` redraws labels each epoch; ``grad_mask`` (name -> 0/1 tensor) masks
+        gradients; ``l1`` adds alpha_e * ||theta||_1 with the linear decay alpha_e = l1 * (1 - e/E)."""
         import torch
 
-        opt, sched = make_optimizer(model, self._spec())
+        opt, sched = make_optimizer(model, self._spec().train_config())
         gen = torch.Generator().manual_seed(self._seed())
-        n = len(X)
         owner = type(self).__name__
         params = dict(model.named_parameters())
+
+        def check(loss: Any) -> None:
+            check_finite(loss, owner, "fine-tuning")
+
+        def mask_grads() -> None:
+            for name, m in grad_mask.items():
+                if params[name].grad is not None:
+                    params[name].grad.mul_(m)
+
         for epoch in range(self.epochs):
             model.train()
             yy = relabel(epoch, gen) if relabel is not None else y
-            perm = torch.randperm(n, generator=gen).to(X.device)
-            for s in range(0, n, self.batch_size):
-                idx = perm[s:s + self.batch_size]
-                opt.zero_grad()
-                loss = torch.nn.functional.cross_entropy(model(X[idx]), yy[idx])
-                if l1:
-                    alpha = l1 * (1.0 - epoch / self.epochs)
-                    loss = loss + alpha * sum(p.abs().sum() for p in model.parameters())
-                check_finite(loss.detach(), owner, "fine-tuning")
-                loss.backward()
-                if grad_mask is not None:
-                    for name, m in grad_mask.items():
-                        if params[name].grad is not None:
-                            params[name].grad.mul_(m)
-                opt.step()
+            alpha = l1 * (1.0 - epoch / self.epochs)
+            extra = (lambda a=alpha: a * sum(p.abs().sum() for p in model.parameters())) if l1 else None
+            train_epoch(model, X, yy, opt, batch_size=self.batch_size, generator=gen, extra_loss=extra,
+                        after_backward=mask_grads if grad_mask is not None else None, check_loss=check)
             if sched is not None:
                 sched.step()
         model.eval()
@@ -265,26 +284,35 @@ class AMUN(Unlearner):
 
 
 class Retrain(Unlearner):
-    """The oracle: re-initialise the weights (``reset_parameters``, seeded) and train on D_R from scratch."""
+    """The oracle: re-initialise the weights (``reset_parameters``, seeded) and train on D_R from scratch.
+
+    ``target_accuracy`` (optional) stops training after the first epoch whose accuracy on D_R reaches it
+    (at most ``epochs``): "retrain until as accurate as the original model" instead of a fixed epoch count.
+    ``handle.info.epochs_run`` records the epochs trained."""
+
+    _constraints: ClassVar[dict[str, list[Any]]] = {
+        **_COMMON, "target_accuracy": [Interval("real", 0, 1, closed="right"), None]}
 
     def __init__(self, *, lr: float = 0.05, epochs: int = 60, batch_size: int = 64, momentum: float = 0.9,
                  weight_decay: float = 0.0, lr_step: int | None = None, use_remain: bool = True,
-                 random_state: Any = None) -> None:
+                 target_accuracy: float | None = None, random_state: Any = None) -> None:
         super().__init__(lr=lr, epochs=epochs, batch_size=batch_size, momentum=momentum, weight_decay=weight_decay,
                          lr_step=lr_step, use_remain=use_remain, random_state=random_state)
+        self.target_accuracy = target_accuracy
 
     def _unlearn(self, model: Any, parts: dict[str, Any], info: dict[str, Any]) -> None:
-        import torch
-
-        torch.manual_seed(self._seed())
         n_reset = 0
-        for m in model.modules():
-            if hasattr(m, "reset_parameters"):
-                m.reset_parameters()
-                n_reset += 1
+        with isolated_global_rng(self._seed()):  # reset_parameters draws from torch's global RNG
+            for m in model.modules():
+                if hasattr(m, "reset_parameters"):
+                    m.reset_parameters()
+                    n_reset += 1
         if n_reset == 0:
             raise UnsupportedModelError(f"Retrain needs modules with reset_parameters(); {type(model).__name__} has none.")
-        sgd_train(model, parts["Xr"], parts["yr"], self._spec(), seed=self._seed(), num_threads=None)
+        data, r = parts["data"], parts["retain_idx"]
+        hist = sgd_train(model, data.X[r], data.y[r], self._spec(), seed=self._seed(), num_threads=None,
+                         target_accuracy=self.target_accuracy)
+        info["epochs_run"] = hist.epochs_run
 
 
 class FineTune(Unlearner):
@@ -322,21 +350,19 @@ class GradientAscent(Unlearner):
         import torch
         import torch.nn.functional as F
 
-        opt, sched = make_optimizer(model, self._spec())
+        opt, sched = make_optimizer(model, self._spec().train_config())
         gen = torch.Generator().manual_seed(self._seed())
         owner = type(self).__name__
+
+        def checker(what: str) -> Any:
+            return lambda loss: check_finite(loss, owner, what)
+
         for _ in range(self.epochs):
             model.train()
             passes = ([(parts["Xr"], parts["yr"], 1.0)] if self.use_remain else []) + [(parts["Xf"], parts["yf"], -1.0)]
             for X, y, sign in passes:
-                perm = torch.randperm(len(X), generator=gen).to(X.device)
-                for s in range(0, len(X), self.batch_size):
-                    idx = perm[s:s + self.batch_size]
-                    opt.zero_grad()
-                    loss = sign * F.cross_entropy(model(X[idx]), y[idx])
-                    check_finite(loss.detach(), owner, "ascent" if sign < 0 else "descent")
-                    loss.backward()
-                    opt.step()
+                train_epoch(model, X, y, opt, batch_size=self.batch_size, generator=gen, sign=sign,
+                            check_loss=checker("ascent" if sign < 0 else "descent"))
             if sched is not None:
                 sched.step()
         model.eval()

@@ -2,45 +2,27 @@
 
 from __future__ import annotations
 
-import hashlib
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-from trustlab.core.base import PaperInfo
-from trustlab.core.constraints import Interval
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError
+from trustlab.core.hashing import content_hash
 from trustlab.core.roles import Aggregator
-from trustlab.methods.fedceo._tsvt import fedceo_threshold, from_three_way, svt, to_three_way, tsvt
+from trustlab.methods.fedceo._paper import PAPER
+from trustlab.methods.fedceo._rules import FINITE_NONNEGATIVE, FINITE_POSITIVE
+from trustlab.methods.fedceo._tsvt import fedceo_threshold, svt, tsvt
 
-__all__ = ["FedCEO", "UDPFedAvg", "SmoothingResult", "smooth_clients", "LayerCollapsedWarning", "PAPER", "weighted_mean"]
-
-PAPER = PaperInfo(
-    title="Clients Collaborate: Flexible Differentially Private Federated Learning with Guaranteed "
-          "Improvement of Utility-Privacy Trade-off",
-    arxiv="2402.07002",
-    repo="https://github.com/6lyc/FedCEO_Collaborate-with-Each-Other",
-    commit="80280ca",
-)
+__all__ = ["FedCEO", "UDPFedAvg", "SmoothingResult", "smooth_clients", "LayerCollapsedWarning"]
 
 
 class LayerCollapsedWarning(UserWarning):
     """The threshold zeroed every singular value of a layer: the smoothed layer is all zeros."""
-
-
-def content_key(update: dict[str, np.ndarray]) -> str:
-    """SHA-256 over an upload's names, dtypes, shapes and bytes: the default client order key."""
-    h = hashlib.sha256()
-    for name in sorted(update):
-        a = np.ascontiguousarray(update[name])
-        h.update(name.encode())
-        h.update(str(a.dtype).encode())
-        h.update(str(a.shape).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
 
 
 def _check_uploads(updates: Sequence[dict[str, np.ndarray]], ids: Sequence[Hashable], owner: str) -> list[str]:
@@ -96,6 +78,20 @@ class SmoothingResult:
     tau: float = 0.0
 
 
+_UPDATES = Satisfies(lambda v: isinstance(v, Sequence) and not isinstance(v, str) and len(v) > 0
+                     and all(isinstance(u, Mapping) for u in v),
+                     "a non-empty list of dicts name -> array", [[], "x", [3.0], None], valid=[{"w": np.ones((2, 2))}])
+_IDS = Satisfies(lambda v: isinstance(v, Sequence) and not isinstance(v, str) and all(isinstance(i, Hashable) for i in v),
+                 "a list of hashable client ids", ["x", 3.0, [[1]]])
+
+
+def _smooth_example() -> dict[str, Any]:
+    return {"updates": [{"w": np.ones((2, 2))}, {"w": np.zeros((2, 2))}], "tau": 0.5}
+
+
+@validate_args(_smooth_example, updates=[_UPDATES], tau=[FINITE_NONNEGATIVE],
+               weights=[ArrayLike(ndim=1, low=0), None], client_ids=[_IDS, None], client_models=["boolean"],
+               owner=[InstanceOf(str)])
 def smooth_clients(
     updates: Sequence[dict[str, Any]], tau: float, *, weights: Any = None, client_ids: Sequence[Hashable] | None = None,
     client_models: bool = True, owner: str = "smooth_clients",
@@ -109,11 +105,12 @@ def smooth_clients(
     tau : float
         The t-SVT threshold (:func:`fedceo_threshold`).
     weights : array-like of shape (K,), optional
-        Mixing weights of the global model; None is the official unweighted mean.
+        Mixing weights of the global model, finite, >= 0 with a positive sum (normalised here); None is
+        the official unweighted mean.
     client_ids : list of hashable, optional
         Ids that fix the order of the clients along the FFT axis (ascending). By default the order is
-        the ascending SHA-256 of each upload's content, so the result does not depend on the order the
-        uploads arrive in. Duplicate ids are refused.
+        the ascending content hash (:func:`trustlab.core.hashing.content_hash`) of each upload, so the
+        result does not depend on the order the uploads arrive in. Duplicate ids are refused.
     client_models : bool, default=True
         Compute each client's smoothed model. With False and uniform weights, only the global is
         computed, through the exact identity ``global = SVT_{tau/K}(mean)`` (one SVD per parameter).
@@ -135,54 +132,69 @@ def smooth_clients(
                       "(with one client it is plain SVT of that model).", UserWarning, stacklevel=3)
     ups = [{n: np.asarray(v) for n, v in u.items()} for u in updates]
     if client_ids is None:
-        keys_for_order: list[Any] = [content_key(u) for u in ups]
+        keys_for_order: list[Any] = [content_hash(u) for u in ups]
         ids: list[Hashable] = list(range(k))
     else:
         ids = list(client_ids)
         if len(ids) != k:
-            raise InputError(f"{owner} got {len(ids)} client ids for {k} uploads.")
+            raise InputError(f"The 'client_ids' argument of {owner} must name each of the {k} uploads once. "
+                             f"Got {len(ids)} id(s) instead.")
         keys_for_order = ids
     keys = _check_uploads(ups, ids, owner)
-    w = np.full(k, 1.0 / k) if weights is None else np.asarray(weights, dtype=np.float64) / np.sum(weights)
+    w = _normalised_weights(weights, k, owner)
     try:
         order = sorted(range(k), key=lambda i: keys_for_order[i])
     except TypeError as exc:
         raise InputError(f"The client ids of {owner} must be mutually comparable to fix the FFT order: {exc}") from exc
-    uniform = bool(np.allclose(w, 1.0 / k, rtol=0, atol=1e-12))
-    fast = not client_models and uniform
+    fast = not client_models and bool(np.allclose(w, 1.0 / k, rtol=0, atol=1e-12))
     glob: dict[str, np.ndarray] = {}
     clients: list[dict[str, np.ndarray]] | None = None if fast else [{} for _ in range(k)]
-    collapsed: list[str] = []
-    for name in keys:
-        ref = ups[0][name]
-        if ref.dtype.kind != "f":                      # integer / bool buffers: never FFT'd
-            glob[name] = weighted_mean([{name: u[name]} for u in ups], w)[name]
-            if clients is not None:
-                for i in range(k):
-                    clients[i][name] = ups[i][name].copy()
-            continue
-        if fast:
-            mean = np.mean([u[name].astype(np.float64) for u in ups], axis=0)
-            out = svt(mean, tau / k)
-            glob[name] = out.astype(ref.dtype)
-            if not out.any() and mean.any():
-                collapsed.append(name)
-            continue
-        stack = np.stack([ups[i][name] for i in order], axis=-1).astype(np.float64)
-        low = tsvt(stack, tau)
-        if not low.any() and stack.any():
-            collapsed.append(name)
-        for pos, i in enumerate(order):
-            clients[i][name] = low[..., pos].astype(ref.dtype)  # type: ignore[index]
-        glob[name] = np.tensordot(low, w[order], axes=([-1], [0])).astype(ref.dtype)
+    collapsed = [name for name in keys if _smooth_param(name, ups, tau, w, order, fast, glob, clients)]
     for name in collapsed:
         warnings.warn(f"{owner}: layer collapsed: the threshold tau={tau:.4g} zeroed every singular value of "
                       f"{name!r}; lower tau (raise lam, or theta towards 1).", LayerCollapsedWarning, stacklevel=3)
     return SmoothingResult(glob, clients, order, collapsed, float(tau))
 
 
-def weighted_mean(updates: Sequence[dict[str, np.ndarray]], weights: np.ndarray, *,
-                  round_integers: bool = True) -> dict[str, np.ndarray]:
+def _smooth_param(name: str, ups: list[dict[str, np.ndarray]], tau: float, w: np.ndarray, order: list[int],
+                  fast: bool, glob: dict[str, np.ndarray], clients: list[dict[str, np.ndarray]] | None) -> bool:
+    """Smooth one parameter into ``glob`` (and ``clients``); True when the threshold zeroed a non-zero layer."""
+    ref = ups[0][name]
+    if ref.dtype.kind != "f":                      # integer / bool buffers: never FFT'd
+        glob[name] = _weighted_mean([{name: u[name]} for u in ups], w)[name]
+        if clients is not None:
+            for i in range(len(ups)):
+                clients[i][name] = ups[i][name].copy()
+        return False
+    if fast:
+        mean = np.mean([u[name].astype(np.float64) for u in ups], axis=0)
+        out = svt(mean, tau / len(ups))
+        glob[name] = out.astype(ref.dtype)
+        return not out.any() and bool(mean.any())
+    stack = np.stack([ups[i][name] for i in order], axis=-1).astype(np.float64)
+    low = tsvt(stack, tau)
+    for pos, i in enumerate(order):
+        clients[i][name] = low[..., pos].astype(ref.dtype)  # type: ignore[index]
+    glob[name] = np.tensordot(low, w[order], axes=([-1], [0])).astype(ref.dtype)
+    return not low.any() and bool(stack.any())
+
+
+def _normalised_weights(weights: Any, k: int, owner: str) -> np.ndarray:
+    """Uniform weights for None; otherwise K finite weights >= 0 with a positive sum, normalised."""
+    if weights is None:
+        return np.full(k, 1.0 / k)
+    w = np.asarray(weights, dtype=np.float64).ravel()
+    if len(w) != k:
+        raise InputError(f"The 'weights' argument of {owner} must have one weight per upload ({k}). "
+                         f"Got {len(w)} instead.")
+    if not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+        raise InputError(f"The 'weights' argument of {owner} must be finite and >= 0 with a positive sum. "
+                         f"Got {w.tolist()} instead.")
+    return w / w.sum()
+
+
+def _weighted_mean(updates: Sequence[dict[str, np.ndarray]], weights: np.ndarray, *,
+                   round_integers: bool = True) -> dict[str, np.ndarray]:
     """Weighted mean per parameter; float dtypes kept, integer/bool buffers rounded back (optional)."""
     out = {}
     for name, ref in updates[0].items():
@@ -198,7 +210,7 @@ def weighted_mean(updates: Sequence[dict[str, np.ndarray]], weights: np.ndarray,
 
 
 _PARAM_RULES: dict[str, list[Any]] = {
-    "lam": [Interval("real", 0, None, closed="neither")],
+    "lam": [FINITE_POSITIVE],
     "theta": [Interval("real", 1, None)],
     "interval": [Interval(int, 1, None)],
     "client_models": ["boolean"],
@@ -208,12 +220,16 @@ _PARAM_RULES: dict[str, list[Any]] = {
 class FedCEO(Aggregator):
     """FedCEO server aggregation: tensor low-rank smoothing of the client models, then averaging.
 
-    Every ``interval``-th call is a smoothing event m = 1, 2, ...: the K uploads of each float parameter
-    are stacked along a client axis (in ascending order of their content hash, so the result does not
-    depend on arrival order), smoothed by :func:`tsvt` with ``tau_m = theta**m / (2 lam)`` and averaged
-    with the normalised weights; other calls average plainly. With the official unweighted mean the global
-    equals ``SVT_{tau_m/K}(mean)`` per parameter. DP noise is not added here: it is the client's job
+    The server round r = 1, 2, ... (Flower's numbering; round t = r - 1 of the paper) decides the step: rounds
+    with ``r % interval == 0`` are smoothing events m = r / I. There the K uploads of each float parameter are
+    stacked along a client axis (ascending ``client_ids`` when given, else ascending content hash, so the
+    result does not depend on arrival order), smoothed by :func:`tsvt` with ``tau_m = theta**m / (2 lam)`` and
+    averaged with the normalised weights; other rounds average plainly. With the official unweighted mean the
+    global equals ``SVT_{tau_m/K}(mean)`` per parameter. DP noise is not added here: it is the client's job
     (``UDP`` / ``DPSGD`` mechanisms), and smoothing is post-processing, so it costs no privacy.
+
+    Pass the round explicitly: ``aggregate(updates, weights, server_round=r, client_ids=ids)``. Without
+    ``server_round`` the call is the round after the previous call (1 for the first), for plain loops.
 
     Parameters
     ----------
@@ -222,7 +238,7 @@ class FedCEO(Aggregator):
     theta : float, default=1.0
         vartheta >= 1 (``--r``): the threshold grows as theta**m over smoothing events.
     interval : int, default=1
-        I: smooth in rounds t with (t + 1) % I == 0 (calls are counted from 0).
+        I: smooth in rounds r with ``r % I == 0``.
     client_models : bool, default=True
         Keep each client's smoothed model in ``client_models_`` (needed by the official restart rule).
         False with uniform weights computes the global alone through the SVT identity (faster).
@@ -230,13 +246,15 @@ class FedCEO(Aggregator):
     Attributes
     ----------
     n_rounds_ : int
-        Calls of ``aggregate`` so far.
+        The server round of the last call.
     n_smoothing_events_ : int
-        m, the smoothing events so far.
+        m = r // I, the index of the last smoothing event up to that round.
     tau_ : float or None
         Threshold of the last call (None when it only averaged).
     client_models_ : list of dict or None
-        Smoothed model of each client of the last call, in the caller's order.
+        Smoothed model of each client of the last call, in the caller's order (None when it only averaged).
+    client_order_ : list of int
+        The caller's indices in the order they were placed along the FFT axis (last smoothing call).
     collapsed_ : list of str
         Parameters the last threshold zeroed entirely (a LayerCollapsedWarning is issued).
 
@@ -245,7 +263,7 @@ class FedCEO(Aggregator):
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> ups = [{"w": rng.normal(size=(4, 3))} for _ in range(5)]
-    >>> out = FedCEO(lam=2.0).aggregate(ups)
+    >>> out = FedCEO(lam=2.0).aggregate(ups, server_round=1)
     >>> out["w"].shape
     (4, 3)
 
@@ -273,24 +291,24 @@ class FedCEO(Aggregator):
         # consensus_fixed_point=False; the common checks still require invariance to client order.
         return [{"lam": 1.0}, {"lam": 0.5, "theta": 1.05, "client_models": False}]
 
-    def current_threshold(self) -> float | None:
-        """The threshold the next ``aggregate`` call will use (None when it will only average)."""
-        t = getattr(self, "n_rounds_", 0)
-        if (t + 1) % self.interval != 0:
+    def threshold(self, server_round: int) -> float | None:
+        """tau of round ``server_round`` (>= 1), or None when that round only averages."""
+        if server_round % self.interval != 0:
             return None
-        return fedceo_threshold((t + 1) // self.interval, self.lam, self.theta)
+        return fedceo_threshold(server_round // self.interval, self.lam, self.theta)
 
-    def _aggregate(self, updates: list[dict[str, np.ndarray]], weights: np.ndarray) -> dict[str, np.ndarray]:
-        t = getattr(self, "n_rounds_", 0)
-        tau = self.current_threshold()
-        self.n_rounds_ = t + 1
-        self.n_smoothing_events_ = getattr(self, "n_smoothing_events_", 0)
+    def _aggregate(self, updates: list[dict[str, np.ndarray]], weights: np.ndarray, *, server_round: int | None = None,
+                   client_ids: list[Hashable] | None = None) -> dict[str, np.ndarray]:
+        r = server_round if server_round is not None else getattr(self, "n_rounds_", 0) + 1
+        self.n_rounds_ = r
+        self.n_smoothing_events_ = r // self.interval
+        tau = self.threshold(r)
         if tau is None:
-            _check_uploads(updates, list(range(len(updates))), "FedCEO")
+            _check_uploads(updates, client_ids or list(range(len(updates))), "FedCEO")
             self.tau_, self.client_models_, self.collapsed_ = None, None, []
-            return weighted_mean(updates, weights)
-        self.n_smoothing_events_ += 1
-        res = smooth_clients(updates, tau, weights=weights, client_models=self.client_models, owner="FedCEO")
+            return _weighted_mean(updates, weights)
+        res = smooth_clients(updates, tau, weights=weights, client_ids=client_ids, client_models=self.client_models,
+                             owner="FedCEO")
         self.tau_, self.client_models_, self.collapsed_ = tau, res.client_params, res.collapsed
         self.client_order_ = res.order
         return res.global_params
@@ -299,8 +317,10 @@ class FedCEO(Aggregator):
 class UDPFedAvg(Aggregator):
     """UDP-FedAvg's server step: the weighted mean of the (already privatised) client uploads.
 
-    The user-level DP of UDP-FedAvg (Wei et al., 2021) is added on the client (``UDP`` mechanism: clip the
-    update to C, add N(0, sigma^2 C^2)); the server only averages, like FedAvg.
+    The DP of UDP-FedAvg (Wei et al., 2021) is added on the client (``UDP`` mechanism: clip the update to C, add
+    N(0, sigma^2 C^2); or record-level ``DPSGD`` as the official baseline runs it); the server only averages,
+    like FedAvg. ``server_round`` is accepted and ignored (the step is the same every round); ``client_ids``
+    name the clients in error messages.
 
     Parameters
     ----------
@@ -330,9 +350,7 @@ class UDPFedAvg(Aggregator):
     def _get_test_params(cls) -> list[dict[str, Any]]:
         return [{}]
 
-    def _aggregate(self, updates: list[dict[str, np.ndarray]], weights: np.ndarray) -> dict[str, np.ndarray]:
-        _check_uploads(updates, list(range(len(updates))), "UDPFedAvg")
-        return weighted_mean(updates, weights, round_integers=self.round_integers)
-
-
-__all__ += ["content_key", "to_three_way", "from_three_way"]
+    def _aggregate(self, updates: list[dict[str, np.ndarray]], weights: np.ndarray, *, server_round: int | None = None,
+                   client_ids: list[Hashable] | None = None) -> dict[str, np.ndarray]:
+        _check_uploads(updates, client_ids or list(range(len(updates))), "UDPFedAvg")
+        return _weighted_mean(updates, weights, round_integers=self.round_integers)

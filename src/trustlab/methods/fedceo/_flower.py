@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, validate_value
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import InstanceOf, Interval, validate_params, validate_value
 from trustlab.core.exceptions import InputError
 from trustlab.core.optional import require
-from trustlab.methods.fedceo._aggregators import smooth_clients, weighted_mean
+from trustlab.methods.fedceo._aggregators import FedCEO
 from trustlab.methods.fedceo._privacy import UDP
-from trustlab.methods.fedceo._tsvt import fedceo_threshold
 
 require("flwr", purpose="FedCEOStrategy")
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict  # noqa: E402
@@ -36,12 +36,13 @@ def _to_record(arrays: dict[str, np.ndarray]) -> ArrayRecord:
 
 
 class FedCEOStrategy(FedAvg):
-    """Flower ``FedAvg`` whose server step is FedCEO's t-SVT smoothing.
+    """Flower ``FedAvg`` whose server step is a :class:`FedCEO` aggregator.
 
-    Flower's ``server_round`` r = 1, 2, ... is round t = r - 1 of the paper: rounds with r % I == 0 are
-    smoothing events m = r / I with ``tau_m = theta**m / (2 lam)``; other rounds average. Clients are
-    placed along the FFT axis in ascending node id. Failed replies (Flower's failures) are dropped and
-    the round aggregates the rest; fewer than 2 valid replies raise ``InputError``.
+    Flower's ``server_round`` r = 1, 2, ... is passed to ``FedCEO.aggregate(..., server_round=r,
+    client_ids=node_ids)``, which owns the schedule (rounds with r % I == 0 are smoothing events m = r / I,
+    ``tau_m = theta**m / (2 lam)``; other rounds average) and the validation of the uploads; clients are placed
+    along the FFT axis in ascending node id. Failed replies (Flower's failures) are dropped and the round
+    aggregates the rest; fewer than 2 valid replies raise ``InputError``.
 
     Parameters
     ----------
@@ -52,12 +53,21 @@ class FedCEOStrategy(FedAvg):
     interval : int, default=1
         I >= 1.
     restart : bool, default=False
-        The official restart rule: in rounds with t % I == 0, t > 0, a sampled node that holds a stored
-        smoothed model receives it instead of the global model (``configure_train``).
+        The official restart rule: every node's latest model is stored (its smoothed model after a smoothing
+        round, else its upload); in rounds with t % I == 0, t = r - 1 > 0, a sampled node that holds one
+        receives it instead of the global model (``configure_train``).
     weighted : bool, default=False
         Weight the global mean by ``weighted_by_key`` (num-examples); the official code does not.
     **fedavg_kwargs
         Passed to ``flwr.serverapp.strategy.FedAvg``.
+
+    Attributes
+    ----------
+    aggregator : FedCEO
+        The server step (its ``tau_``, ``client_models_`` describe the last round).
+    client_models : dict node id -> dict
+        Stored models for the restart rule.
+    taus : dict round -> float or None
 
     Examples
     --------
@@ -67,14 +77,13 @@ class FedCEOStrategy(FedAvg):
 
     def __init__(self, *, lam: float, theta: float = 1.0, interval: int = 1, restart: bool = False,
                  weighted: bool = False, **fedavg_kwargs: Any) -> None:
-        validate_value("FedCEOStrategy", "lam", lam, [Interval("real", 0, None, closed="neither")])
-        validate_value("FedCEOStrategy", "theta", theta, [Interval("real", 1, None)])
-        validate_value("FedCEOStrategy", "interval", interval, [Interval(int, 1, None)])
+        validate_params("FedCEOStrategy", {"lam": lam, "theta": theta, "interval": interval}, FedCEO._constraints)
         validate_value("FedCEOStrategy", "restart", restart, ["boolean"])
         validate_value("FedCEOStrategy", "weighted", weighted, ["boolean"])
         super().__init__(**fedavg_kwargs)
         self.lam, self.theta, self.interval = lam, theta, interval
         self.restart, self.weighted = restart, weighted
+        self.aggregator = FedCEO(lam=lam, theta=theta, interval=interval, client_models=restart)
         self.client_models: dict[int, dict[str, np.ndarray]] = {}
         self.taus: dict[int, float | None] = {}
 
@@ -85,9 +94,7 @@ class FedCEOStrategy(FedAvg):
 
     def threshold(self, server_round: int) -> float | None:
         """tau for this Flower round (None when the round only averages)."""
-        if server_round % self.interval != 0:
-            return None
-        return fedceo_threshold(server_round // self.interval, self.lam, self.theta)
+        return self.aggregator.threshold(server_round)
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Any) -> Iterable[Message]:
@@ -117,34 +124,26 @@ class FedCEOStrategy(FedAvg):
             )
         ids = [int(m.metadata.src_node_id) for m in valid]
         uploads = [_to_numpy(next(iter(m.content.array_records.values()))) for m in valid]
+        w = None
         if self.weighted:
             w = np.array([float(next(iter(m.content.metric_records.values()))[self.weighted_by_key]) for m in valid])
-        else:
-            w = np.full(len(valid), 1.0 / len(valid))
-        tau = self.threshold(server_round)
-        self.taus[server_round] = tau
-        if tau is None:
-            smooth_clients(uploads, 0.0, client_ids=ids, client_models=False, owner="FedCEOStrategy")  # checks only
-            glob = weighted_mean(uploads, w / w.sum())
-        else:
-            res = smooth_clients(uploads, tau, weights=w, client_ids=ids, client_models=self.restart,
-                                 owner="FedCEOStrategy")
-            glob = res.global_params
-            if self.restart and res.client_params is not None:
-                for cid, params in zip(ids, res.client_params):
-                    self.client_models[cid] = params
+        glob = self.aggregator.aggregate(uploads, w, server_round=server_round, client_ids=ids)
+        self.taus[server_round] = self.aggregator.tau_
+        if self.restart:
+            smoothed = self.aggregator.client_models_
+            for j, cid in enumerate(ids):
+                self.client_models[cid] = smoothed[j] if smoothed is not None else uploads[j]
         metrics = self.train_metrics_aggr_fn([m.content for m in valid], self.weighted_by_key)
         return _to_record(glob), metrics
 
 
+@validate_args(mechanism=[InstanceOf(UDP)], seed=[Interval(int, 0, 2**32 - 1), None])
 def udp_mod(mechanism: UDP, seed: int | None = None) -> Any:
     """A Flower client mod applying UDP to the train reply: clip (reply - received) to C, add noise.
 
     Use as ``ClientApp(mods=[udp_mod(UDP(sigma=1.0, clip=1.0))])``; like Flower's ``LocalDpMod`` but with
     the paper's noise (std sigma * C per coordinate) so that :meth:`UDP.epsilon` accounts it.
     """
-    if not isinstance(mechanism, UDP):
-        raise InputError(f"udp_mod needs a UDP mechanism. Got {type(mechanism).__name__} instead.")
     rng = np.random.default_rng(seed)
 
     def mod(msg: Message, ctxt: Any, call_next: Any) -> Message:

@@ -1,14 +1,17 @@
 """A vectorised in-process FL simulator: all K clients of a round train in one step (torch.func + vmap).
 
-Each round t = 0..T-1 samples K of the N clients without replacement, trains each locally from the global
-model (or, with the official restart rule, from its own stored smoothed model), privatises the upload
-with the client-side mechanism, and lets the server aggregator (FedCEO, UDPFedAvg, ...) build the next
-global model. Client sampling, batch orders and DP noise come from seeded streams that do not depend on
-the aggregator, so two methods run with the same seed see the same clients, batches and noise draws.
+Each round t = 0..T-1 (server round r = t + 1) samples K of the N clients without replacement
+(:func:`client_schedule`), trains each locally from the global model (or, with the official restart rule,
+from its own stored model), privatises the upload with the client-side mechanism, and lets the server
+aggregator (FedCEO, UDPFedAvg, ...) build the next global model from ``aggregate(uploads,
+server_round=r, client_ids=sampled)``. Client sampling, batch orders and DP noise come from seeded streams
+that do not depend on the aggregator, so two methods run with the same seed see the same clients, batches
+and noise draws.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 import warnings
 from collections.abc import Sequence
@@ -17,19 +20,21 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, validate_value
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.optional import require
-from trustlab.core.seeding import derive_seed
-from trustlab.methods.fedceo._aggregators import UDPFedAvg
-from trustlab.methods.fedceo._privacy import DPSGD, UDP, as_mechanism
+from trustlab.core.seeding import derive_seed, isolated_global_rng
+from trustlab.core.threads import limit_threads
+from trustlab.methods.fedceo._aggregators import FedCEO, UDPFedAvg
+from trustlab.methods.fedceo._privacy import DPSGD, UDP, as_mechanism, dp_epsilon
 
 torch = require("torch", purpose="the FedCEO simulator")
 nn = torch.nn
 F = torch.nn.functional
 from torch.func import functional_call, vmap  # noqa: E402
 
-__all__ = ["BiasFreeMLP", "FLHistory", "run_federated"]
+__all__ = ["BiasFreeMLP", "FLHistory", "run_federated", "client_schedule"]
 
 
 class BiasFreeMLP(nn.Module):
@@ -46,7 +51,11 @@ class BiasFreeMLP(nn.Module):
 
 @dataclass
 class FLHistory:
-    """What a simulated run produced (accuracies per evaluated round, privacy, timing)."""
+    """What a simulated run produced (accuracies per evaluated round, privacy, timing).
+
+    ``epsilon``: user-level (UDP, RDP accountant) or the worst client's record-level epsilon (DPSGD, RDP
+    accountant over the client's composed Opacus histories, kept in ``dp_histories``); ``inf`` without DP.
+    """
 
     rounds: list[int] = field(default_factory=list)
     metrics: dict[str, list[float]] = field(default_factory=dict)
@@ -55,12 +64,33 @@ class FLHistory:
     delta: float = 1e-5
     sampled: list[list[int]] = field(default_factory=list)
     taus: list[float | None] = field(default_factory=list)
+    restarted: list[int] = field(default_factory=list)
+    dp_histories: dict[int, list[tuple[float, float, int]]] = field(default_factory=dict)
     round_time_s: list[float] = field(default_factory=list)
     local_time_s: float = 0.0
     server_time_s: float = 0.0
 
     def final(self, name: str) -> float:
         return self.metrics[name][-1]
+
+
+@validate_args(n_clients=[Interval(int, 1, None)], clients_per_round=[Interval(int, 1, None)],
+               rounds=[Interval(int, 1, None)], seed=[Interval(int, 0, 2**32 - 1)])
+def client_schedule(n_clients: int, clients_per_round: int, rounds: int, seed: int = 0) -> list[list[int]]:
+    """The clients :func:`run_federated` samples in each round (K of N without replacement, sorted), by seed.
+
+    Known in advance, so DP-SGD noise can be calibrated to the busiest client's number of steps.
+
+    Examples
+    --------
+    >>> client_schedule(5, 2, 3, seed=0)[0]
+    [0, 4]
+    """
+    if clients_per_round > n_clients:
+        raise InputError(f"The 'clients_per_round' argument of client_schedule must be <= n_clients ({n_clients}). "
+                         f"Got {clients_per_round} instead.")
+    rng = np.random.default_rng(derive_seed(seed, "sampling"))
+    return [sorted(rng.choice(n_clients, size=clients_per_round, replace=False).tolist()) for _ in range(rounds)]
 
 
 def _accuracy(model: Any, params: dict[str, Any], X: Any, y: Any) -> float:
@@ -147,49 +177,78 @@ def _local_loop(model: Any, start: dict[str, Any], Xp: Any, yp: Any, n: Any, *, 
     return params
 
 
+def _dpsgd_client(model: Any, start: dict[str, Any], X: Any, y: Any, mech: DPSGD, *, epochs: int, bs: int,
+                  lr: float, momentum: float, seed: int) -> tuple[dict[str, Any], list[tuple[float, float, int]]]:
+    """One client's local training under Opacus ``make_private`` (a fresh engine per round, as the official
+    ``update.py``): Poisson batches (empty ones included: Opacus still adds the noise), per-sample clipping at
+    ``mech.clip``, Gaussian noise ``mech.sigma * clip``. Returns the trained state and the engine's history."""
+    opacus = require("opacus", purpose="the 'dpsgd' mechanism")
+    net = copy.deepcopy(model)
+    with torch.no_grad():
+        net.load_state_dict({name: v.clone() for name, v in start.items()}, strict=False)
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum)
+    g_batch = torch.Generator().manual_seed(derive_seed(seed, "batches"))
+    g_noise = torch.Generator().manual_seed(derive_seed(seed, "noise"))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, y), batch_size=bs, generator=g_batch)
+    with warnings.catch_warnings(), isolated_global_rng(derive_seed(seed, "global")):
+        warnings.simplefilter("ignore")  # "Secure RNG turned off": the simulator is for experiments
+        engine = opacus.PrivacyEngine(accountant="rdp")
+        pnet, popt, ploader = engine.make_private(module=net, optimizer=opt, data_loader=loader,
+                                                  noise_multiplier=mech.sigma, max_grad_norm=mech.clip,
+                                                  poisson_sampling=True, noise_generator=g_noise)
+        pnet.train()
+        for _ in range(epochs):
+            for xb, yb in ploader:
+                popt.zero_grad()
+                out = pnet(xb)
+                loss = F.cross_entropy(out, yb) if len(yb) else out.sum() * 0.0
+                loss.backward()
+                popt.step()
+    state = {kk.removeprefix("_module."): v.detach() for kk, v in pnet.state_dict().items()}
+    return {name: state[name] for name in start}, list(engine.accountant.history)
+
+
 def _local_dpsgd(model: Any, start: dict[str, Any], data: list[tuple[Any, Any]], mech: DPSGD, *, epochs: int,
                  bs: int, lr: float, momentum: float, seed: int) -> tuple[dict[str, Any], list[list[Any]]]:
-    """Opacus make_private inside each client (per-client loop)."""
-    opacus = require("opacus", purpose="the 'dpsgd' mechanism")
-    import copy
-
+    """Opacus DP-SGD for each sampled client in turn; stacked states and each client's history."""
     out: dict[str, list[Any]] = {name: [] for name in start}
     histories = []
     for i, (Xi, yi) in enumerate(data):
-        net = copy.deepcopy(model)
-        with torch.no_grad():
-            net.load_state_dict({name: v[i].clone() for name, v in start.items()}, strict=False)
-        opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum)
-        g = torch.Generator().manual_seed(derive_seed(seed, "dpsgd-loader", i))
-        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(Xi, yi), batch_size=bs, generator=g)
-        engine = opacus.PrivacyEngine(accountant="rdp")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pnet, popt, ploader = engine.make_private(module=net, optimizer=opt, data_loader=loader,
-                                                      noise_multiplier=mech.sigma, max_grad_norm=mech.clip,
-                                                      poisson_sampling=True, noise_generator=g)
-            pnet.train()
-            for _ in range(epochs):
-                for xb, yb in ploader:
-                    if len(yb) == 0:
-                        continue
-                    popt.zero_grad()
-                    F.cross_entropy(pnet(xb), yb).backward()
-                    popt.step()
-        state = {kk.removeprefix("_module."): v.detach() for kk, v in pnet.state_dict().items()}
+        state, hist = _dpsgd_client(model, {name: v[i] for name, v in start.items()}, Xi, yi, mech, epochs=epochs,
+                                    bs=bs, lr=lr, momentum=momentum, seed=derive_seed(seed, "client", i))
         for name in start:
             out[name].append(state[name])
-        histories.append(list(engine.accountant.history))
+        histories.append(hist)
     return {name: torch.stack(v) for name, v in out.items()}, histories
 
 
+_MODEL = [Satisfies(lambda m: isinstance(m, nn.Module), "a torch.nn.Module", [None, "model", 3.5])]
+_CLIENTS = [Satisfies(lambda c: isinstance(c, Sequence) and not isinstance(c, str) and len(c) >= 1
+                      and all(isinstance(p, tuple | list) and len(p) == 2 for p in c),
+                      "a non-empty list of (X, y) pairs", [[], "xy", [3.0]])]
+_MECHANISMS = [InstanceOf(UDP, DPSGD), {"udp", "dpsgd"}, None]
+
+
+def _fl_example() -> dict[str, Any]:
+    X = np.zeros((4, 3), np.float32)
+    y = np.array([0, 1, 0, 1])
+    return {"model": BiasFreeMLP(3, 2, 2), "clients": [(X, y), (X, y)], "clients_per_round": 2, "rounds": 1}
+
+
+@validate_args(_fl_example, model=_MODEL, clients=_CLIENTS, aggregator=[InstanceOf(FedCEO, UDPFedAvg), None],
+               mechanism=_MECHANISMS, rounds=[Interval(int, 1, None)], clients_per_round=[Interval(int, 1, None)],
+               local_epochs=[Interval(int, 1, None)], batch_size=[Interval(int, 1, None)],
+               lr=[Interval("real", 0, None, closed="neither")], momentum=[Interval("real", 0, 1, closed="left")],
+               restart=["boolean"], eval_sets=[InstanceOf(dict), None], eval_every=[Interval(int, 1, None)],
+               delta=[Interval("real", 0, 1, closed="neither")], seed=[Interval(int, 0, 2**32 - 1)],
+               vectorised=["boolean"], num_threads=[Interval(int, 1, None), None])
 def run_federated(
     model: Any, clients: Sequence[tuple[Any, Any]], *, aggregator: Any = None, mechanism: Any = None,
     rounds: int = 30, clients_per_round: int = 10, local_epochs: int = 1, batch_size: int = 32, lr: float = 0.1,
     momentum: float = 0.0, restart: bool = False, eval_sets: dict[str, tuple[Any, Any]] | None = None,
     eval_every: int = 1, delta: float = 1e-5, seed: int = 0, vectorised: bool = True, num_threads: int | None = 1,
 ) -> FLHistory:
-    """Simulate T rounds of FL with client-side DP and any trustlab Aggregator on the server.
+    """Simulate T rounds of FL with client-side DP and a FedCEO or UDPFedAvg server step.
 
     Parameters
     ----------
@@ -197,56 +256,47 @@ def run_federated(
         The architecture and the initial global parameters (not modified).
     clients : list of (X, y)
         Each client's local training data (arrays; X float, y integer labels).
-    aggregator : Aggregator, optional
-        Server step (``FedCEO(...)``, ``UDPFedAvg()`` ...; default UDPFedAvg). Used in place: a FedCEO
-        counts its rounds and keeps ``client_models_``.
+    aggregator : FedCEO or UDPFedAvg, optional
+        Server step (default UDPFedAvg), called as ``aggregate(uploads, server_round=t + 1,
+        client_ids=sampled)``; used in place (a FedCEO keeps ``client_models_``).
     mechanism : UDP, DPSGD, "udp", "dpsgd" or None
         Client-side DP; None trains without noise (the FedAvg upper bound).
     rounds, clients_per_round : int
-        T and K (sampled without replacement from the N clients each round).
+        T and K (sampled without replacement from the N clients each round, :func:`client_schedule`).
     local_epochs, batch_size, lr, momentum
-        Local SGD (cross-entropy).
+        Local SGD (cross-entropy); with DPSGD the batches are Opacus' Poisson batches of expected size
+        ``batch_size``.
     restart : bool, default=False
-        The official code's restart rule: in rounds t with t % I == 0 and t > 0 (I = the aggregator's
-        ``interval``), a sampled client that holds a stored smoothed model starts from it, not from the
-        global model. Stored models come from the aggregator's ``client_models_``.
+        The official code's restart rule: every client's latest model is stored (its smoothed model after a
+        smoothing round, else its upload); in rounds t with t % I == 0 and t > 0 (I = the aggregator's
+        ``interval``) a sampled client that holds one starts from it, not from the global model. Needs
+        ``FedCEO(client_models=True)`` when the aggregator is a FedCEO.
     eval_sets : dict name -> (X, y), optional
         Evaluated on the global model every ``eval_every`` rounds and after the last one.
     seed : int
-        Seeds client sampling, batch orders, initial noise streams (independent of the aggregator).
+        Seeds client sampling, batch orders and noise streams (independent of the aggregator).
     vectorised : bool, default=True
         One vmapped step for all K clients; False loops over clients (same numbers, for benchmarks).
+    num_threads : int or None, default=1
+        torch/BLAS threads for the run (restored afterwards).
 
     Returns
     -------
     FLHistory
     """
-    validate_value("run_federated", "rounds", rounds, [Interval(int, 1, None)])
-    validate_value("run_federated", "clients_per_round", clients_per_round, [Interval(int, 1, None)])
-    validate_value("run_federated", "local_epochs", local_epochs, [Interval(int, 1, None)])
-    validate_value("run_federated", "batch_size", batch_size, [Interval(int, 1, None)])
-    validate_value("run_federated", "lr", lr, [Interval("real", 0, None, closed="neither")])
-    validate_value("run_federated", "momentum", momentum, [Interval("real", 0, 1, closed="left")])
-    validate_value("run_federated", "eval_every", eval_every, [Interval(int, 1, None)])
     mech = as_mechanism(mechanism)
     agg = aggregator if aggregator is not None else UDPFedAvg()
-    n_clients = len(clients)
-    if clients_per_round > n_clients:
-        raise InputError(f"run_federated cannot sample {clients_per_round} of {n_clients} clients per round.")
-    old_threads = torch.get_num_threads()
-    if num_threads:
-        torch.set_num_threads(num_threads)
-    try:
+    if clients_per_round > len(clients):
+        raise InputError(f"run_federated cannot sample {clients_per_round} of {len(clients)} clients per round.")
+    if restart and isinstance(agg, FedCEO) and not agg.client_models:
+        raise InputError("run_federated(restart=True) needs the smoothed client models: use "
+                         "FedCEO(client_models=True).")
+    with limit_threads(num_threads):
         return _run(model, clients, agg, mech, rounds, clients_per_round, local_epochs, batch_size, lr, momentum,
                     restart, eval_sets or {}, eval_every, delta, seed, vectorised)
-    finally:
-        torch.set_num_threads(old_threads)
 
 
-def _run(model: Any, clients: Sequence[tuple[Any, Any]], agg: Any, mech: Any, rounds: int, k: int, epochs: int,
-         bs: int, lr: float, momentum: float, restart: bool, eval_sets: dict[str, Any], eval_every: int,
-         delta: float, seed: int, vectorised: bool) -> FLHistory:
-    n_clients = len(clients)
+def _client_tensors(clients: Sequence[tuple[Any, Any]]) -> tuple[list[tuple[Any, Any]], Any, Any, Any]:
     data = [(torch.as_tensor(np.asarray(X), dtype=torch.float32), torch.as_tensor(np.asarray(y), dtype=torch.long))
             for X, y in clients]
     for i, (X, y) in enumerate(data):
@@ -254,25 +304,30 @@ def _run(model: Any, clients: Sequence[tuple[Any, Any]], agg: Any, mech: Any, ro
             raise InputError(f"Client {i} of run_federated has {len(X)} samples and {len(y)} labels; need >= 1 each.")
     sizes = torch.tensor([len(y) for _, y in data])
     n_max = int(sizes.max())
-    Xall = torch.zeros(n_clients, n_max, *data[0][0].shape[1:])
-    yall = torch.zeros(n_clients, n_max, dtype=torch.long)
+    Xall = torch.zeros(len(data), n_max, *data[0][0].shape[1:])
+    yall = torch.zeros(len(data), n_max, dtype=torch.long)
     for i, (X, y) in enumerate(data):
         Xall[i, :len(y)], yall[i, :len(y)] = X, y
+    return data, Xall, yall, sizes
+
+
+def _run(model: Any, clients: Sequence[tuple[Any, Any]], agg: Any, mech: Any, rounds: int, k: int, epochs: int,
+         bs: int, lr: float, momentum: float, restart: bool, eval_sets: dict[str, Any], eval_every: int,
+         delta: float, seed: int, vectorised: bool) -> FLHistory:
+    data, Xall, yall, sizes = _client_tensors(clients)
     evals = {name: (torch.as_tensor(np.asarray(X), dtype=torch.float32), torch.as_tensor(np.asarray(y)))
              for name, (X, y) in eval_sets.items()}
     glob = {name: p.detach().clone().float() for name, p in model.named_parameters()}
     interval = int(getattr(agg, "interval", 1))
     stored: dict[int, dict[str, Any]] = {}
-    rng = np.random.default_rng(derive_seed(seed, "sampling"))
     gen = torch.Generator().manual_seed(derive_seed(seed, "batches"))
     hist = FLHistory(delta=delta, metrics={name: [] for name in evals})
-    dp_hist: dict[int, list[Any]] = {}
     local_fn = _local_vectorised if vectorised else _local_loop
-    for t in range(rounds):
+    for t, sampled in enumerate(client_schedule(len(data), k, rounds, seed)):
         t0 = time.perf_counter()
-        sampled = sorted(rng.choice(n_clients, size=k, replace=False).tolist())
         hist.sampled.append(sampled)
         use_stored = restart and t > 0 and t % interval == 0
+        hist.restarted.append(sum(c in stored for c in sampled) if use_stored else 0)
         start = {name: torch.stack([stored[c][name] if use_stored and c in stored else g for c in sampled])
                  for name, g in glob.items()}
         idx = torch.tensor(sampled)
@@ -280,7 +335,7 @@ def _run(model: Any, clients: Sequence[tuple[Any, Any]], agg: Any, mech: Any, ro
             trained, histories = _local_dpsgd(model, start, [data[c] for c in sampled], mech, epochs=epochs, bs=bs,
                                               lr=lr, momentum=momentum, seed=derive_seed(seed, "dpsgd", t))
             for c, h in zip(sampled, histories):
-                dp_hist.setdefault(c, []).extend(h)
+                hist.dp_histories.setdefault(c, []).extend(h)
         else:
             trained = local_fn(model, start, Xall[idx], yall[idx], sizes[idx], epochs=epochs, bs=bs, lr=lr,
                                momentum=momentum, gen=gen)
@@ -288,14 +343,14 @@ def _run(model: Any, clients: Sequence[tuple[Any, Any]], agg: Any, mech: Any, ro
             trained = _udp_stacked(start, trained, mech, torch.Generator().manual_seed(derive_seed(seed, "udp", t)))
         t1 = time.perf_counter()
         uploads = [{name: v[j].numpy() for name, v in trained.items()} for j in range(k)]
-        tau = agg.current_threshold() if hasattr(agg, "current_threshold") else None
-        new = agg.aggregate(uploads)
-        hist.taus.append(tau)
+        new = agg.aggregate(uploads, server_round=t + 1, client_ids=sampled)
+        hist.taus.append(getattr(agg, "tau_", None))
         glob = {name: torch.as_tensor(np.asarray(v)).float() for name, v in new.items()}
-        models = getattr(agg, "client_models_", None)
-        if restart and models is not None:
+        if restart:
+            smoothed = getattr(agg, "client_models_", None)
             for j, c in enumerate(sampled):
-                stored[c] = {name: torch.as_tensor(np.asarray(v)).float() for name, v in models[j].items()}
+                latest = smoothed[j] if smoothed is not None else uploads[j]
+                stored[c] = {name: torch.as_tensor(np.asarray(v)).float() for name, v in latest.items()}
         t2 = time.perf_counter()
         hist.local_time_s += t1 - t0
         hist.server_time_s += t2 - t1
@@ -305,13 +360,16 @@ def _run(model: Any, clients: Sequence[tuple[Any, Any]], agg: Any, mech: Any, ro
             for name, (X, y) in evals.items():
                 hist.metrics[name].append(_accuracy(model, glob, X, y))
     hist.final_params = {name: v.numpy().copy() for name, v in glob.items()}
-    if isinstance(mech, UDP):
-        hist.epsilon = mech.epsilon(rounds, k / n_clients, delta)
-    elif isinstance(mech, DPSGD):
-        hist.epsilon = DPSGD.epsilon_from_histories(list(dp_hist.values()), delta)
-    else:
-        hist.epsilon = float("inf")
+    hist.epsilon = _epsilon(mech, hist, rounds, k / len(data), delta)
     return hist
+
+
+def _epsilon(mech: Any, hist: FLHistory, rounds: int, client_rate: float, delta: float) -> float:
+    if isinstance(mech, UDP):
+        return mech.epsilon(rounds, client_rate, delta)
+    if isinstance(mech, DPSGD):
+        return dp_epsilon(hist.dp_histories, delta, accountant="rdp")
+    return float("inf")
 
 
 def _udp_stacked(start: dict[str, Any], trained: dict[str, Any], mech: UDP, gen: Any) -> dict[str, Any]:

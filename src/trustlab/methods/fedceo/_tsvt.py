@@ -17,11 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, Options, validate_value
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import Interval, Options
 from trustlab.core.exceptions import InputError
 from trustlab.core.validation import check_array
+from trustlab.methods.fedceo._rules import FINITE_NONNEGATIVE, FINITE_POSITIVE
 
 __all__ = ["tsvt", "tsvt_reference", "svt", "to_three_way", "from_three_way", "fedceo_threshold"]
+
+_STACK = [ArrayLike(ndim=(1, 2, 3, 4, 5, 6))]
 
 
 def to_three_way(stack: np.ndarray) -> np.ndarray:
@@ -49,14 +53,13 @@ def from_three_way(tensor: np.ndarray, param_shape: tuple[int, ...]) -> np.ndarr
     return tensor.reshape(*param_shape, tensor.shape[-1])
 
 
-def _check_stack(stack: Any, tau: Any, owner: str) -> np.ndarray:
+def _check_stack(stack: Any, owner: str) -> np.ndarray:
     arr = check_array(stack, name="stack", owner=owner, ndim=None)
     if arr.ndim < 1 or arr.shape[-1] < 1:
         raise InputError(f"The 'stack' argument of {owner} must have a client axis last, shape (..., K) with "
                          f"K >= 1. Got shape {arr.shape} instead.")
     if arr.dtype.kind not in "fiu":
         raise InputError(f"The 'stack' argument of {owner} must be real. Got dtype {arr.dtype} instead.")
-    validate_value(owner, "tau", tau, [Interval("real", 0, None)])
     return arr
 
 
@@ -67,6 +70,7 @@ def _slice_svt(slices: np.ndarray, tau: float) -> np.ndarray:
     return (u * s[:, None, :]) @ vh
 
 
+@validate_args(stack=_STACK, tau=[FINITE_NONNEGATIVE], fft=[Options(("real", "full"))])
 def tsvt(stack: Any, tau: float, *, fft: str = "real") -> np.ndarray:
     """t-SVT of a (…, K) stack of client parameters along its last (client) axis.
 
@@ -102,8 +106,7 @@ def tsvt(stack: Any, tau: float, *, fft: str = "real") -> np.ndarray:
     Li et al., "Clients Collaborate: Flexible Differentially Private Federated Learning with Guaranteed
     Improvement of Utility-Privacy Trade-off", ICML 2025, https://github.com/6lyc/FedCEO_Collaborate-with-Each-Other
     """
-    arr = _check_stack(stack, tau, "tsvt")
-    validate_value("tsvt", "fft", fft, [Options(("real", "full"))])
+    arr = _check_stack(stack, "tsvt")
     out_dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)
     x3 = to_three_way(arr.astype(np.float64, copy=False))
     if fft == "full":
@@ -124,16 +127,18 @@ def _tsvt_full(x3: np.ndarray, tau: float) -> tuple[np.ndarray, float]:
     return low.real, float(np.abs(low.imag).max(initial=0.0))
 
 
+@validate_args(stack=_STACK, tau=[FINITE_NONNEGATIVE])
 def tsvt_reference(stack: Any, tau: float) -> tuple[np.ndarray, float]:
     """Full complex-FFT t-SVT (the textbook form) and the largest imaginary part it dropped.
 
     Used by tests and the experiment to check that the imaginary part is round-off (< 1e-10).
     """
-    arr = _check_stack(stack, tau, "tsvt_reference")
+    arr = _check_stack(stack, "tsvt_reference")
     low, imag = _tsvt_full(to_three_way(arr.astype(np.float64)), float(tau))
     return from_three_way(low, arr.shape[:-1]), imag
 
 
+@validate_args(matrix=[ArrayLike(ndim=(1, 2, 3, 4, 5))], tau=[FINITE_NONNEGATIVE])
 def svt(matrix: Any, tau: float) -> np.ndarray:
     """Matrix singular value thresholding ``U max(S - tau, 0) V^T`` (the prox of ``tau * ||.||_*``).
 
@@ -148,11 +153,11 @@ def svt(matrix: Any, tau: float) -> np.ndarray:
            [0., 0.]])
     """
     arr = check_array(matrix, name="matrix", owner="svt", ndim=None).astype(np.float64)
-    validate_value("svt", "tau", tau, [Interval("real", 0, None)])
     m = to_three_way(arr[..., None])[..., 0]
     return _slice_svt(m[None], float(tau))[0].reshape(arr.shape)
 
 
+@validate_args(m=[Interval(int, 0, None)], lam=[FINITE_POSITIVE], theta=[Interval("real", 1, None)])
 def fedceo_threshold(m: int, lam: float, theta: float = 1.0) -> float:
     """FedCEO's threshold at the ``m``-th smoothing event: ``tau_m = theta**m / (2 * lam)``.
 
@@ -171,7 +176,4 @@ def fedceo_threshold(m: int, lam: float, theta: float = 1.0) -> float:
     >>> fedceo_threshold(2, lam=0.5, theta=2.0)
     4.0
     """
-    validate_value("fedceo_threshold", "m", m, [Interval(int, 0, None)])
-    validate_value("fedceo_threshold", "lam", lam, [Interval("real", 0, None, closed="neither")])
-    validate_value("fedceo_threshold", "theta", theta, [Interval("real", 1, None)])
     return float(theta) ** int(m) / (2.0 * float(lam))
