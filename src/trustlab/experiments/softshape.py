@@ -409,8 +409,8 @@ CLAIMS = [
           f"training split held out for early stopping; MiniRocket with {c['minirocket_kernels']:,} kernels"),
     Claim("C2", "Soft merge >= hard drop - 0.005 in mean P1 accuracy, and the per-epoch time of the sparsified "
           "phase <= that of the unsparsified model", _c2,
-          scale_note=lambda c: f"per-epoch wall time on a shared 2-core CPU, {c['threads']} torch thread(s), batch = "
-          f"n_train; {len(c['ablation_datasets'])} set(s) x {c['ablation_seeds']} seed(s); at M = 11-59 tokens the "
+          scale_note=lambda c: f"per-epoch wall time on a shared 2-core CPU, {c['threads']} torch thread(s), batch 64 (= n_train "
+          f"on these sets); {len(c['ablation_datasets'])} set(s) x {c['ablation_seeds']} seed(s); at M = 11-59 tokens the "
           "MoE's Python dispatch can outweigh the saved convolution work"),
     Claim("C3", "Faithfulness on GunPoint: zeroing the top-20 % scored time steps lowers test accuracy more than "
           "zeroing a random 20 %, by >= 5 points", _c3,

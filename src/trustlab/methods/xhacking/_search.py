@@ -215,8 +215,6 @@ def xhack(X: Any, y: Any, target_feature: Any, *, goal: str = "minimise", eps: f
     Sharma et al., "X-Hacking: The Threat of Misguided AutoML", ICML 2025 (arXiv:2401.08513);
     official code github.com/datasciapps/x-hacking (not read: no copy was available).
     """
-    import optuna
-
     owner = "xhack"
     random_state = as_seed(random_state)
     eps = check_eps(eps, owner)
@@ -232,16 +230,26 @@ def xhack(X: Any, y: Any, target_feature: Any, *, goal: str = "minimise", eps: f
                                 explain_on=explain_on, n_background=n_background, n_explain=n_explain, scoring=scoring)
         context = SearchContext(X, y, settings, feature_names=feature_names, reference=reference, owner=owner)
     j = resolve_feature(target_feature, context.names, owner)
-    ref = context.reference
-    floor = ref["score"] - eps
+    result = XHackResult(context.names[j], j, goal, eps, float(kappa), sampler, budget, dict(context.reference))
+    smp = make_sampler(sampler, random_state, n_startup_trials=n_startup_trials, budget=budget)
+    _run_study(result, context, space, smp, metric=metric, target_rank=target_rank, use_constraints=use_constraints,
+               stop_on_success=stop_on_success)
+    return result
+
+
+def _run_study(result: XHackResult, context: SearchContext, space: SearchSpace, smp: Any, *, metric: str,
+               target_rank: int | None, use_constraints: bool, stop_on_success: bool) -> None:
+    """The optuna study of one search: (score, explanation metric) objectives, the defensibility constraint,
+    every trial logged on ``result``; ``result.best`` is the defensible trial with the most extreme metric."""
+    import optuna
+
+    j, goal, kappa, ref = result.target_index, result.goal, result.kappa, result.reference
+    floor = ref["score"] - result.eps
     direction = "maximize" if goal == "maximise" else "minimize"
     if metric == "rank" and goal != "flip":  # a larger rank number means less important
         direction = "minimize" if goal == "maximise" else "maximize"
-
-    smp = make_sampler(sampler, random_state, n_startup_trials=n_startup_trials, budget=budget)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(directions=["maximize", direction], sampler=smp)
-    result = XHackResult(context.names[j], j, goal, eps, float(kappa), sampler, budget, dict(ref))
 
     def objective(trial: Any) -> tuple[float, float]:
         rec = context.evaluate(space.suggest(trial, context.p))
@@ -249,21 +257,19 @@ def xhack(X: Any, y: Any, target_feature: Any, *, goal: str = "minimise", eps: f
         if use_constraints and hasattr(trial, "set_constraint"):  # optuna >= 5: constraint values <= 0 mean feasible (read by TPE and GP)
             trial.set_constraint("defensible", float(floor - score))
         rec.update(number=len(result.trials) + 1, defensible=bool(score >= floor and not rec.get("error")))
-        rec["success"] = is_success(rec, ref, j, goal, float(kappa), floor, metric, target_rank)
+        rec["success"] = is_success(rec, ref, j, goal, kappa, floor, metric, target_rank)
         result.trials.append(rec)
         if rec["success"] and result.trials_to_success is None:
             result.trials_to_success = rec["number"]
             if stop_on_success:
                 trial.study.stop()
-        value = _objective_value(rec, ref, j, goal, metric)
-        return score, value
+        return score, _objective_value(rec, ref, j, goal, metric)
 
-    study.optimize(objective, n_trials=budget, catch=())
+    study.optimize(objective, n_trials=result.budget, catch=())
     defensible = [t for t in result.trials if t["defensible"]]
     if defensible:
         pick = max if (goal == "maximise") ^ (metric == "rank" and goal != "flip") else min
         result.best = pick(defensible, key=lambda t: _objective_value(t, ref, j, goal, metric))
-    return result
 
 
 @dataclass
