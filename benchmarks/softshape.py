@@ -17,7 +17,7 @@ import time
 import torch
 from torch.nn import functional as F
 
-from trustlab.methods.softshape import InceptionTimeNet, SoftShapeNet
+from trustlab.methods.softshape._model import InceptionTimeNet, SoftShapeNet
 
 
 def _median_time(fn, reps: int) -> float:
@@ -31,7 +31,6 @@ def _median_time(fn, reps: int) -> float:
 
 
 def main(lengths=(150, 512, 1024), batch: int = 64, d_model: int = 128, reps: int = 7) -> None:
-    torch.set_num_threads(1)
     torch.manual_seed(0)
     print(f"batch {batch}, D={d_model}, 1 thread; median of {reps} (seconds)")
     print(f"{'T':>6} {'M':>5} {'variant':>18} {'train step':>11} {'forward':>9}")
@@ -66,4 +65,7 @@ def main(lengths=(150, 512, 1024), batch: int = 64, d_model: int = 128, reps: in
 
 
 if __name__ == "__main__":
-    main()
+    from trustlab.core.threads import limit_threads
+
+    with limit_threads(1):
+        main()

@@ -12,26 +12,21 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("aeon")
 
 from trustlab.core.exceptions import ConfigError, InputError, NotFittedError  # noqa: E402
+from trustlab.core.threads import limit_threads  # noqa: E402
 from trustlab.methods.softshape import (  # noqa: E402
     InceptionTimeLite,
-    RoutingCollapseWarning,
     SoftShapeClassifier,
-    SoftShapeNet,
     mask_top_steps,
     p2_splits,
-    soft_sparsify,
-    tokens_to_steps,
 )
+from trustlab.methods.softshape._interpret import tokens_to_steps  # noqa: E402
+from trustlab.methods.softshape._model import SoftShapeNet, soft_sparsify  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RoutingCollapseWarning)
+    with limit_threads(1):
         yield
-    torch.set_num_threads(old)
 
 
 TINY = dict(shape_size=6, stride=2, d_model=8, epochs=4, warm_up_epochs=2, patience=2, random_state=0)
@@ -105,10 +100,44 @@ def test_mask_top_steps_zeroes_the_highest_scores():
 def test_univariate_and_multivariate_fit_predict():
     for channels in (1, 3):
         X, y = _data(channels=channels, n_classes=3, n=18)
-        clf = SoftShapeClassifier(**TINY).fit(X, y)
-        P = clf.predict_proba(X)
-        assert P.shape == (18, 3) and np.allclose(P.sum(1), 1)
-        assert clf.network_.embed.in_channels == channels
+        for mode in ("independent", "mixed"):
+            clf = SoftShapeClassifier(**TINY, channels=mode).fit(X, y)
+            P = clf.predict_proba(X)
+            assert P.shape == (18, 3) and np.allclose(P.sum(1), 1)
+            assert clf.network_.n_channels == channels
+            # independent: one shared embedding of single channels; mixed: one Conv1d over all channels
+            assert clf.network_.embed.in_channels == (1 if mode == "independent" else channels)
+            steps = clf.shape_scores(X[:4], per_channel=True)
+            assert steps.shape == (4, channels, 24) and np.allclose(clf.shape_scores(X[:4]), steps.max(axis=1))
+            n_tok = clf.token_scores(X[:4]).shape[1]
+            assert n_tok == clf.n_tokens_ * (channels if mode == "independent" else 1)
+
+
+def test_univariate_input_is_identical_in_both_channel_modes():
+    X, y = _data()
+    a = SoftShapeClassifier(**TINY, channels="independent").fit(X, y).predict_proba(X)
+    b = SoftShapeClassifier(**TINY, channels="mixed").fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_independent_channels_see_a_shape_in_whichever_channel_it_appears():
+    """A shape planted in channel 0 or 1 gives the same channel-free tokens (before the channel embedding)."""
+    net = SoftShapeNet(2, 40, 2, shape_size=8, stride=4, d_model=16, channels="independent").eval()
+    x = torch.zeros(1, 2, 40)
+    x[0, 0, 8:16] = 1.0
+    x_swapped = x.flip(1)
+    with torch.no_grad():
+        a = net._tokens(x).reshape(2, net.n_tokens, 16)
+        b = net._tokens(x_swapped).reshape(2, net.n_tokens, 16)
+    assert torch.allclose(a[0], b[1]) and torch.allclose(a[1], b[0])
+
+
+def test_gelu_after_every_layer_and_instance_norm_in_the_token_inception_branch():
+    net = SoftShapeNet(1, 64, 2, shape_size=8, stride=4, d_model=16)
+    assert all(layer.inception.bn is None and layer.inception.norm == "instance" for layer in net.layers)
+    from trustlab.methods.softshape._model import InceptionTimeNet
+
+    assert InceptionTimeNet(1, 2, n_filters=4).blocks[0].norm == "batch"
 
 
 def test_same_seed_same_output_and_global_rng_untouched():
@@ -150,8 +179,26 @@ def test_series_shorter_than_shape_size_is_clamped_and_length_one_raises():
 def test_variable_length_input_raises_a_clear_error():
     X, y = _data()
     ragged = [X[i, :, : 20 + (i % 3)] for i in range(len(X))]
-    with pytest.raises(InputError, match="unequal length.*Pad or resample"):
+    with pytest.raises(InputError, match="unequal length.*pad='auto'"):
         SoftShapeClassifier(**TINY).fit(ragged, y)
+
+
+def test_pad_auto_pads_to_the_longest_training_series_with_aeons_padder():
+    X, y = _data()
+    ragged = [X[i, :, : 20 + (i % 3)] for i in range(len(X))]
+    ragged[0] = ragged[0].copy()
+    ragged[0][0, 2] = np.nan  # NaN survives padding and gets the training-mean fill
+    clf = SoftShapeClassifier(**TINY, pad="auto").fit(ragged, y)
+    assert clf.padder_ is not None and clf.preprocess(ragged).shape == (16, 1, 22)
+    assert clf.predict(ragged[:3]).shape == (3,) and clf.predict(X[:2, :, :10]).shape == (2,)
+    with pytest.raises(InputError, match="longer than the padded length .22 steps: the longest training series"):
+        clf.predict(X[:2])  # 24 steps > 22
+    # equal-length input with pad='auto' gives the same model as without padding
+    a = SoftShapeClassifier(**TINY, pad="auto").fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(a, SoftShapeClassifier(**TINY).fit(X, y).predict_proba(X))
+    InceptionTimeLite(n_filters=4, kernel_size=8, epochs=2, pad="auto", random_state=0).fit(ragged, y)
+    fixed = SoftShapeClassifier(**TINY, pad=24).fit(ragged, y)  # a fixed padded length admits longer test series
+    assert fixed.preprocess(X[:2]).shape == (2, 1, 24)
 
 
 def test_nan_is_filled_with_the_training_mean_only():
@@ -204,15 +251,15 @@ def test_not_fitted_wrong_length_and_bad_params():
         SoftShapeClassifier(**{**TINY, "sparsify": "drop"}).fit(X, y)
 
 
-def test_routing_collapse_warns():
+def test_routing_collapse_is_recorded_not_warned():
     X, y = _data(n_classes=3, n=18)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         clf = SoftShapeClassifier(**TINY).fit(X, y)
     load = clf.expert_load_
     assert load is not None and load.sum() > 0
-    collapsed = load.max() / load.sum() > 0.9
-    assert collapsed == any(issubclass(w.category, RoutingCollapseWarning) for w in caught)
+    assert clf.routing_collapsed_ == bool(load.max() / load.sum() > 0.9)
+    assert not [w for w in caught if "routing" in str(w.message).lower()]
 
 
 # -- protocols -------------------------------------------------------------------------------------------------

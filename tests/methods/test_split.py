@@ -367,8 +367,12 @@ def test_resplit_sound_distinct_and_lazy(fill):
     assert set(canon) <= brute  # every enumerated tree is in the exact Rashomon set with the same bound
     if fill == "rashomon":  # with d_l = d - 1 every frontier subtree within its greedy bound is listed
         assert rs.n_trees_ >= 1
-    with pytest.raises(IndexError):
+    with pytest.raises(ConfigError, match=r"The 'i' argument of RESPLIT.tree_at must be an int in \[0, "):
         rs.tree_at(rs.n_trees_)
+    with pytest.raises(ConfigError, match="Got 1.5 instead"):  # issue 15: 1.5 used to give tree 1
+        rs.tree_at(1.5)
+    with pytest.raises(ConfigError, match="objective_at"):
+        rs.objective_at(-1)
     rs2 = pickle.loads(pickle.dumps(rs))
     assert rs2.tree_at(rs.n_trees_ - 1).canonical() == canon[-1]
 
@@ -482,3 +486,67 @@ def test_quick_experiment_runs_and_round_trips(tmp_path):
     assert res.provenance["wall_time_s"] <= 60
     assert {c.id for c in res.claims} >= {"split-speed", "split-gap", "guarantee-chain"}
     assert res.summary["chain"]["violations"] == []
+
+
+# ------------------------------------------------------------------------------ issue 15 / 31 regressions
+def test_all_constant_features_give_the_single_leaf_tree():
+    X, y = np.ones((40, 3)), np.arange(40) % 2
+    for est in (SPLITClassifier(depth_budget=3), LicketySPLITClassifier(depth_budget=3),
+                GreedyTreeClassifier(depth_budget=3), RESPLIT(depth_budget=3, lookahead_depth=2),
+                SPLITClassifier(depth_budget=3, lookahead_depth=3, binarize=False)):
+        est.fit(X * 3.0 if est.binarize == "auto" else X, y)
+        assert est.n_leaves_ == 1 and est.tree_.is_leaf
+        np.testing.assert_allclose(est.predict_proba(X[:2]), 0.5)
+    assert RESPLIT(depth_budget=3, lookahead_depth=2).fit(X * 3.0, y).n_trees_ == 1
+
+
+def test_finite_float64_values_beyond_float32_are_binarized_like_the_scaled_data():
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X, y = X[:150], y[:150]
+    ref = SPLITClassifier(depth_budget=3, random_state=0).fit(X, y)
+    for factor in (1e300, 1e-300):
+        big = SPLITClassifier(depth_budget=3, random_state=0).fit(X * factor, y)
+        assert big.tree_.canonical() == ref.tree_.canonical()
+        np.testing.assert_array_equal(big.predict(X * factor), ref.predict(X))
+
+
+def test_continuous_y_and_complex_X_are_refused():
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    with pytest.raises(InputError, match="must hold class labels.*30 distinct floats"):
+        SPLITClassifier(depth_budget=3).fit(X, np.linspace(0, 1, 30))
+    SPLITClassifier(depth_budget=3).fit(X, (X[:, 0] > 0).astype(float))  # whole-number floats are labels
+    with pytest.raises(InputError, match="real numbers"):
+        SPLITClassifier(depth_budget=3).fit(X + 1j, np.arange(30) % 2)
+    with pytest.raises(InputError, match="real numbers"):
+        ThresholdGuessBinarizer().fit(X + 1j, np.arange(30) % 2)
+
+
+def test_pipeline_passes_binary_column_names_to_the_tree():
+    import pandas as pd
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.pipeline import make_pipeline
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    pipe = make_pipeline(ThresholdGuessBinarizer(random_state=0), SPLITClassifier(depth_budget=3)).fit(X, y)
+    text = pipe[-1].export_text()
+    assert text == SPLITClassifier(depth_budget=3, random_state=0).fit(X, y).export_text()
+    assert "[worst concave points <= " in text and "[x" not in text
+    assert pipe.score(X, y) > 0.9
+    enc = ThresholdGuessBinarizer(random_state=0).fit(X, y)
+    assert isinstance(enc.transform(X), pd.DataFrame) and isinstance(enc.transform(X.to_numpy()), np.ndarray)
+    assert isinstance(ThresholdGuessBinarizer(output="numpy").fit(X, y).transform(X), np.ndarray)
+    assert isinstance(ThresholdGuessBinarizer(output="pandas").fit(X, y).transform(X.to_numpy()), pd.DataFrame)
+
+
+def test_baseline_wrappers_refuse_bad_arguments():
+    Xb, y = np.zeros((4, 2), dtype=int), np.array([0, 1, 0, 1])
+    with pytest.raises(ConfigError, match="The 'reg' argument of fit_cart must be"):
+        fit_cart(Xb, y, reg=-1.0, depth_budget=3)
+    with pytest.raises(InputError, match="The 'Xb' argument of fit_cart must be"):
+        fit_cart(Xb + 2, y, reg=0.01, depth_budget=3)
+    with pytest.raises(InputError, match="same number of samples"):
+        fit_cart(Xb, y[:3], reg=0.01, depth_budget=3)
+    with pytest.raises(InputError, match="same number of rows"):
+        tree_objective(fit_cart(Xb, y, reg=0.01, depth_budget=3).tree, Xb, y[:3], 0.01)

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from trustlab.core.exceptions import ConfigError, ScaleWarning, UnknownNameError
+from trustlab.core.exceptions import ConfigError, InputError, ScaleWarning, UnknownNameError
 from trustlab.methods.xhacking import (
     EvalSettings,
     SearchContext,
@@ -39,7 +39,7 @@ def ctx(data):
 
 def _audit(**kw):
     params = dict(search_space=tiny_space(), features=["t1"], budget=3, n_explore=4, n_background=15,
-                  n_explain=15, n_startup_trials=2, random_state=0)
+                  n_explain=15, n_startup_trials=2, progress=False, random_state=0)
     params.update(kw)
     return XHackingAudit(**params)
 
@@ -55,11 +55,11 @@ def test_audit_soundness_on_tiny_space(data):
         assert lo["share"][f.index] == f.min_share <= f.reference_share <= f.max_share == hi["share"][f.index]
         assert f.min_rank <= f.reference_rank <= f.max_rank
     ver = verify_report(rep, X, y)
-    assert ver["ok"], ver["problems"]
-    assert ver["max_abs_diff"] <= 1e-6 and ver["n_endpoints"] == 4 * len(names)
+    assert ver.ok, ver.problems
+    assert ver.max_abs_diff <= 1e-6 and ver.n_endpoints == 4 * len(names)
     # tampering is detected
     rep.spec["eps"] = 0.5
-    assert not verify_report(rep, X, y)["ok"]
+    assert not verify_report(rep, X, y).ok
 
 
 def test_audit_report_renderings_and_hash(data):
@@ -80,12 +80,12 @@ def test_audit_report_renderings_and_hash(data):
 
 def test_tts_statistics_with_censoring():
     s = tts_summary([3, None, 5], budget=20)
-    assert s["values"] == [3.0, 20.0, 5.0] and s["n_censored"] == 1 and s["median"] == 5.0
+    assert s.values == [3.0, 20.0, 5.0] and s.n_censored == 1 and s.median == 5.0
     ci = speedup_ci([10, 12, None, 8, 9], [2, 4, 3, 5, None], budget=20, n_boot=300)
-    assert ci["ratio"] == pytest.approx(10 / 4)
-    assert ci["lo"] <= ci["ratio"] <= ci["hi"]
+    assert ci.ratio == pytest.approx(10 / 4)
+    assert ci.lo <= ci.ratio <= ci.hi
     same = speedup_ci([None] * 5, [None] * 5, budget=20, n_boot=50)
-    assert same["ratio"] == 1.0
+    assert same.ratio == 1.0
 
 
 def test_xhack_trial_log_and_success(ctx):
@@ -227,32 +227,34 @@ def test_achievable_drop_same_effort_per_feature(ctx):
     assert set(out) == {"t0", "t1"}
     for name, v in out.items():
         j = ctx.names.index(name)
-        assert v["reference_share"] == ctx.reference["share"][j]
-        assert len(v["drops"]) == len(v["min_share"]) == len(v["n_defensible"]) == 2
-        assert v["drop"] == pytest.approx(np.mean(v["drops"])) and v["drop_max"] == max(v["drops"])
-        for d, m, best in zip(v["drops"], v["min_share"], v["best_trial"]):
-            assert 0.0 <= d <= 1.0 and m <= v["reference_share"]
-            assert d == pytest.approx(1 - m / v["reference_share"])
+        assert v.reference_share == ctx.reference["share"][j]
+        assert len(v.drops) == len(v.min_share) == len(v.n_defensible) == 2
+        assert v.drop == pytest.approx(np.mean(v.drops)) and v.drop_max == max(v.drops)
+        for d, m, best in zip(v.drops, v.min_share, v.best_trial):
+            assert 0.0 <= d <= 1.0 and m <= v.reference_share
+            assert d == pytest.approx(1 - m / v.reference_share)
             if best is None:  # nothing defensible beat the reference: drop 0, never negative
                 assert d == 0.0
             else:  # the minimum is attained by a stored, recomputable configuration
                 assert ctx.evaluate(best)["share"][j] == pytest.approx(m, abs=1e-12)
     again = achievable_drop(None, None, ["t1"], budget=5, seeds=(0, 1), search_space=tiny_space(),
                             n_startup_trials=2, context=ctx)
-    assert again["t1"]["drops"] == out["t1"]["drops"]
+    assert again["t1"].drops == out["t1"].drops
 
 
 def test_achievable_drop_bad_inputs(ctx, data):
     from trustlab.methods.xhacking import achievable_drop
 
-    with pytest.raises(ConfigError, match="'seeds'"):
+    with pytest.raises(ConfigError, match="'seeds' argument of achievable_drop"):
         achievable_drop(None, None, ["t1"], budget=2, seeds=(), context=ctx, search_space=tiny_space())
+    with pytest.raises(InputError, match="'X' and 'y' arguments of achievable_drop are required"):
+        achievable_drop(None, None, ["t1"], budget=2, search_space=tiny_space())
     with pytest.raises(UnknownNameError):
         achievable_drop(None, None, ["nope"], budget=2, context=ctx, search_space=tiny_space())
     X, y, names = data  # without a context: built from the keyword arguments
     out = achievable_drop(X, y, [0], budget=3, sampler="random", search_space=tiny_space(), feature_names=names,
                           n_background=15, n_explain=15)
-    assert list(out) == ["t0"] and out["t0"]["drop"] >= 0.0
+    assert list(out) == ["t0"] and out["t0"].drop >= 0.0
 
 
 def test_experiment_config_validation():
@@ -265,3 +267,83 @@ def test_experiment_config_validation():
         Config(synth_space="lr-only").validate()
     with pytest.raises(CE):
         Config(vuln_seeds=()).validate()
+
+
+# -- issue 31: the audit's default search includes the analyst's feature selection --------------------------
+def test_audit_default_space_has_feature_switches_and_drop_probes(data):
+    from trustlab.methods.xhacking import audit_space, default_space
+
+    assert audit_space().feature_switches and not default_space().feature_switches
+    X, y, names = data
+    space = SearchSpace(imputers=("mean",), scalers=("standard",), selectors=("none",), transforms=("none",),
+                        models=("lr",), feature_switches=True)
+    rep = _audit(search_space=space, features=["t1", "c1"], budget=0, n_explore=2).audit(X, y, feature_names=names)
+    probes = [t for t in rep.trials if t["search"].startswith("probe:drop:")]
+    assert [t["search"] for t in probes] == ["probe:drop:t1", "probe:drop:c1"]
+    for t, j in zip(probes, (names.index("t1"), names.index("c1"))):
+        assert t["share"][j] == 0.0 and all(t["config"][f"keep_{i}"] == (i != j) for i in range(len(names)))
+    assert verify_report(rep, X, y).ok
+    # without switches there is nothing to drop: no probes
+    rep2 = _audit(budget=0, n_explore=2).audit(X, y, feature_names=names)
+    assert not any(t["search"].startswith("probe") for t in rep2.trials)
+    # the default is the switch space
+    assert XHackingAudit().get_params()["search_space"] is None
+
+
+def test_audit_refuses_empty_feature_list_and_continuous_y(data):
+    X, y, names = data
+    with pytest.raises(ConfigError, match="The 'features' parameter of XHackingAudit must be"):
+        _audit(features=[]).audit(X, y)
+    cont = np.linspace(0, 1, len(y))
+    with pytest.raises(InputError, match="must hold class labels.*continuous"):
+        _audit().audit(X, cont)
+    with pytest.raises(InputError, match="real numbers"):
+        _audit().audit(X + 1j, y)
+
+
+def test_audit_warns_on_few_defensible_pipelines_and_a_perfect_reference():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] > 0).astype(int)
+    X[:, 0] = np.where(y == 1, 2.0, -2.0) + 0.1 * X[:, 0]  # a wide gap: the reference is perfect on held-out rows
+    with pytest.warns(UserWarning, match="scores 1.000"):
+        SearchContext(X, y, EvalSettings(n_background=15, n_explain=15))
+    with pytest.warns(UserWarning, match="defensible.*say little"):
+        XHackingAudit(search_space=tiny_space(), features=[0], budget=0, n_explore=1, n_background=15, n_explain=15,
+                      progress=False, random_state=0).audit(X, y)
+
+
+def test_audit_progress_bar_can_be_switched_off(data, capsys):
+    X, y, names = data
+    _audit(progress=False, budget=0, n_explore=2).audit(X, y, feature_names=names)
+    assert "XHackingAudit" not in capsys.readouterr().err
+    _audit(progress=True, budget=0, n_explore=2).audit(X, y, feature_names=names)
+    assert "XHackingAudit" in capsys.readouterr().err
+
+
+def test_audit_accepts_any_random_state_rule_and_records_the_seed(data):
+    X, y, names = data
+    rep = _audit(random_state=np.random.default_rng(3), budget=0, n_explore=2).audit(X, y, feature_names=names)
+    assert isinstance(rep.spec["random_state"], int) and verify_report(rep, X, y).ok
+
+
+def test_build_pipeline_refuses_bad_configs():
+    with pytest.raises(ConfigError, match="'model' entry"):
+        build_pipeline({"model": "xgb"}, 3)
+    with pytest.raises(ConfigError, match="lacks the entry 'lr_C'"):
+        build_pipeline({"model": "lr"}, 3)
+
+
+def test_c1b_primary_is_the_single_search_and_best_of_seeds_is_secondary():
+    from trustlab.experiments.xhacking import CLAIMS
+    from trustlab.results.result import Result
+
+    by_id = {c.id: c for c in CLAIMS}
+    assert not by_id["C1b"].secondary and by_id["C1b-best"].secondary
+    r = Result("xhacking", "default", {"vuln_seeds": [0, 1, 2]})
+    r.summary.update(breast_cancer_top_share_ratio_first_seed=0.28, breast_cancer_top_share_ratio_best=0.0,
+                     breast_cancer_top_share_ratios=[0.28, 0.23, 0.0], breast_cancer_top_feature="worst perimeter")
+    assert by_id["C1b"].check(r).passed is False and by_id["C1b"].check(r).observed == 0.28
+    assert by_id["C1b-best"].check(r).passed is True
+    cfg = {"control_budget": 6, "seeds": [0, 1, 2, 3, 4]}
+    assert "6 trials per seed" in by_id["C3"].note_for(cfg) and "5 seeds" in by_id["C3"].note_for(cfg)

@@ -88,6 +88,13 @@ class Predictor(_TabularInputs, ClassifierMixin, Method):
     Implement ``_fit(X, y)`` and ``_predict_proba(X)``; ``_predict`` defaults to the arg-max class.
     ``y`` is encoded to ``0..n_classes-1`` before ``_fit``; ``classes_`` keeps the original labels.
     Override ``_validate_X`` for non-tabular inputs (dialogues, series).
+
+    A predictor built on another library's estimator base whose public verbs are final too (aeon's
+    ``BaseClassifier``: softshape's SoftShapeClassifier and InceptionTimeLite) cannot also be a Predictor
+    (one class cannot have two sets of final verbs). Such a class subclasses :class:`Method`, sets
+    ``tags["role"] = "predictor"`` (so the common checks run on it), and runs its private ``_fit`` inside
+    ``Method._verb_scope`` so that the role's guarantees hold: validated parameters, a local generator,
+    global RNGs and torch threads restored.
     """
 
     _is_role = True

@@ -9,7 +9,7 @@ import numpy as np
 from trustlab.core.exceptions import InputError, NotFittedError
 
 __all__ = ["check_array", "check_X_y", "check_consistent_length", "check_is_fitted", "check_n_features",
-           "non_numeric_columns"]
+           "non_numeric_columns", "check_classification_targets"]
 
 
 def _owner(owner: str | None) -> str:
@@ -47,10 +47,12 @@ def check_array(
     dtype: Any = "numeric",
     min_samples: int = 1,
     copy: bool = False,
+    allow_complex: bool = True,
 ) -> np.ndarray:
     """Return ``X`` as a numpy array or raise InputError naming the argument, rule and value.
 
-    ``dtype="numeric"`` converts object/bool input to float64 and keeps other numeric dtypes.
+    ``dtype="numeric"`` converts object/bool input to float64 and keeps other numeric dtypes;
+    ``allow_complex=False`` refuses complex values (casting them would drop the imaginary part).
     """
     if X is None:
         raise InputError(f"The '{name}' argument{_owner(owner)} must be an array-like. Got None instead.")
@@ -77,6 +79,9 @@ def check_array(
             raise InputError(f"The '{name}' argument{_owner(owner)} must hold numbers. Got dtype {arr.dtype}.")
     elif dtype is not None:
         arr = arr.astype(dtype, copy=False)
+    if not allow_complex and arr.dtype.kind == "c":
+        raise InputError(f"The '{name}' argument{_owner(owner)} must hold real numbers. Got dtype {arr.dtype} "
+                         "instead; pass the real part (or the magnitude) explicitly.")
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if arr.ndim not in allowed:
@@ -112,10 +117,10 @@ def check_consistent_length(owner: str | None = None, **arrays: Any) -> None:
 
 def check_X_y(
     X: Any, y: Any, *, owner: str | None = None, ndim: int | tuple[int, ...] = 2, y_numeric: bool = False,
-    allow_nan: bool = False,
+    allow_nan: bool = False, allow_complex: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Validate a feature array and a 1-d target of the same length."""
-    X = check_array(X, owner=owner, ndim=ndim, allow_nan=allow_nan)
+    X = check_array(X, owner=owner, ndim=ndim, allow_nan=allow_nan, allow_complex=allow_complex)
     if y is None:
         raise InputError(f"The 'y' argument{_owner(owner)} is required. Got None instead.")
     y = check_array(y, name="y", owner=owner, ndim=(1, 2), dtype="numeric" if y_numeric else None)
@@ -131,6 +136,28 @@ def check_X_y(
         raise InputError(f"The 'y' argument{_owner(owner)} must not contain None.")
     check_consistent_length(owner, X=X, y=y)
     return X, y
+
+
+def check_classification_targets(y: Any, *, name: str = "y", owner: str | None = None) -> None:
+    """Refuse a target that is not a set of class labels (scikit-learn's ``type_of_target``).
+
+    Floats with non-integer values ("continuous") would otherwise become one class per distinct value;
+    the error says how many distinct values there were and how to proceed.
+    """
+    from sklearn.utils.multiclass import type_of_target
+
+    arr = np.asarray(y)
+    try:
+        kind = type_of_target(arr, input_name=name)
+    except ValueError as exc:
+        raise InputError(f"The '{name}' argument{_owner(owner)} must hold class labels. {exc}") from exc
+    if kind.startswith("continuous"):
+        n = len(np.unique(arr))
+        raise InputError(
+            f"The '{name}' argument{_owner(owner)} must hold class labels. Got continuous values instead "
+            f"({n} distinct floats, e.g. {arr.ravel()[0].item()!r}): each would become its own class. Bin them first "
+            "(e.g. np.digitize) or pass integer or string labels."
+        )
 
 
 def check_is_fitted(obj: Any, attributes: str | list[str] | None = None) -> None:

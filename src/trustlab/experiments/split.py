@@ -30,7 +30,7 @@ from typing import Any
 
 from trustlab.core.constraints import Interval, validate_value
 from trustlab.core.exceptions import ConfigError
-from trustlab.experiments.base import Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
 from trustlab.methods.split import PAPER as PAPER
 from trustlab.results.result import Result
 
@@ -170,17 +170,7 @@ def _warm_up() -> float:
 
 
 def run(cfg: Config, ctx: RunContext) -> Result:
-    import numpy as np
-
     from trustlab.core.optional import is_available
-    from trustlab.methods.split import (
-        GreedyTreeClassifier,
-        LicketySPLITClassifier,
-        SPLITClassifier,
-        fit_cart,
-        fit_gosdt,
-        fit_licketysplit_package,
-    )
 
     res = Result(experiment="split", mode="", config=cfg.to_dict())
     have = {m: cfg.run_packages and is_available(m) for m in ("gosdt", "licketysplit", "treefarms")}
@@ -189,7 +179,6 @@ def run(cfg: Config, ctx: RunContext) -> Result:
             ctx.note(f"package '{m}' not used (missing or run_packages=False): its comparisons are skipped.")
     res.summary["packages"] = have
     res.summary["jit_warmup_s"] = _warm_up()
-    d, lam = cfg.depth_budget, cfg.reg
     runs: list[dict[str, Any]] = []
     jobs = [(ds, seed) for ds in cfg.datasets for seed in cfg.seeds]
     for ds, seed in ctx.progress(jobs, desc="split: data sets x seeds", total=len(jobs)):
@@ -197,45 +186,8 @@ def run(cfg: Config, ctx: RunContext) -> Result:
         Btr, Bte, ytr, yte = binary_split(ds, seed, cfg)
         row: dict[str, Any] = {"dataset": ds, "seed": seed, "n_train": len(ytr), "p": int(Btr.shape[1])}
         _record(res, "data", ds, seed, n_train=len(ytr), n_binary_features=Btr.shape[1])
-
-        ours: list[tuple[str, Any]] = [
-            ("greedy", GreedyTreeClassifier(depth_budget=d, reg=lam, binarize=False)),
-            ("LicketySPLIT", LicketySPLITClassifier(depth_budget=d, reg=lam, binarize=False)),
-            ("LicketySPLIT (exact_last)", LicketySPLITClassifier(depth_budget=d, reg=lam, completion="exact_last",
-                                                                 binarize=False)),
-        ]
-        for dl in cfg.lookaheads:
-            ours.append((f"SPLIT(d_l={dl})", SPLITClassifier(depth_budget=d, lookahead_depth=dl, reg=lam,
-                                                             time_limit=cfg.split_time_limit, binarize=False)))
-        if cfg.run_exact:
-            ours.append(("exact (ours)", SPLITClassifier(depth_budget=d, lookahead_depth=d, reg=lam,
-                                                         time_limit=cfg.gosdt_time_limit, binarize=False)))
-        for name, est in ours:
-            t0 = time.perf_counter()
-            est.fit(Btr, ytr)
-            dt = time.perf_counter() - t0
-            info = est.fit_info_
-            timed_out = bool(info.get("search_timed_out") or info.get("refill_timed_out"))
-            _record(res, name, ds, seed, objective=est.objective_, test_accuracy=est.score(Bte, yte),
-                    train_accuracy=est.score(Btr, ytr), time_s=dt, n_leaves=est.n_leaves_,
-                    prefix_objective=info.get("prefix_objective"), timed_out=timed_out)
-            row[name] = {"R": est.objective_, "prefix": info.get("prefix_objective"), "time": dt,
-                         "acc": est.score(Bte, yte), "timed_out": timed_out}
-        baselines: list[tuple[str, Any, dict[str, Any]]] = [
-            ("CART", fit_cart, {"random_state": seed})]
-        if have["licketysplit"]:
-            baselines.append(("licketysplit (C++)", fit_licketysplit_package, {"lookahead_k": 1}))
-        if have["gosdt"]:
-            baselines.append(("GOSDT", fit_gosdt, {"time_limit": cfg.gosdt_time_limit}))
-        for name, fit, kwargs in baselines:
-            b = fit(Btr, ytr, reg=lam, depth_budget=d, **kwargs)
-            acc = float(np.mean(b.predict(Bte) == yte))
-            counted = b.time_s if b.converged else max(b.time_s, cfg.gosdt_time_limit)
-            _record(res, name, ds, seed, objective=b.objective, test_accuracy=acc,
-                    train_accuracy=float(np.mean(b.predict(Btr) == ytr)), time_s=counted, n_leaves=b.n_leaves,
-                    converged=b.converged, lower_bound=b.lower_bound)
-            row[name] = {"R": b.objective, "time": counted, "acc": acc, "converged": b.converged,
-                         "lb": b.lower_bound}
+        _fit_ours(res, row, cfg, (Btr, Bte, ytr, yte))
+        _fit_baselines(res, row, cfg, (Btr, Bte, ytr, yte), have)
         runs.append(row)
     res.summary["runs"] = runs
     res.summary["per_dataset"] = _per_dataset(runs, cfg)
@@ -244,6 +196,62 @@ def run(cfg: Config, ctx: RunContext) -> Result:
         ctx.check_budget("RESPLIT")
         res.summary["resplit"] = _resplit(res, cfg)
     return res
+
+
+def _fit_ours(res: Result, row: dict[str, Any], cfg: Config, data: tuple[Any, Any, Any, Any]) -> None:
+    """Greedy, both LicketySPLIT variants, SPLIT per lookahead and the exact solver on one binary split."""
+    from trustlab.methods.split import GreedyTreeClassifier, LicketySPLITClassifier, SPLITClassifier
+
+    Btr, Bte, ytr, yte = data
+    ds, seed, d, lam = row["dataset"], row["seed"], cfg.depth_budget, cfg.reg
+    ours: list[tuple[str, Any]] = [
+        ("greedy", GreedyTreeClassifier(depth_budget=d, reg=lam, binarize=False)),
+        ("LicketySPLIT", LicketySPLITClassifier(depth_budget=d, reg=lam, binarize=False)),
+        ("LicketySPLIT (exact_last)", LicketySPLITClassifier(depth_budget=d, reg=lam, completion="exact_last",
+                                                             binarize=False)),
+    ]
+    for dl in cfg.lookaheads:
+        ours.append((f"SPLIT(d_l={dl})", SPLITClassifier(depth_budget=d, lookahead_depth=dl, reg=lam,
+                                                         time_limit=cfg.split_time_limit, binarize=False)))
+    if cfg.run_exact:
+        ours.append(("exact (ours)", SPLITClassifier(depth_budget=d, lookahead_depth=d, reg=lam,
+                                                     time_limit=cfg.gosdt_time_limit, binarize=False)))
+    for name, est in ours:
+        t0 = time.perf_counter()
+        est.fit(Btr, ytr)
+        dt = time.perf_counter() - t0
+        info = est.fit_info_
+        timed_out = bool(info.get("search_timed_out") or info.get("refill_timed_out"))
+        acc = est.score(Bte, yte)
+        _record(res, name, ds, seed, objective=est.objective_, test_accuracy=acc,
+                train_accuracy=est.score(Btr, ytr), time_s=dt, n_leaves=est.n_leaves_,
+                prefix_objective=info.get("prefix_objective"), timed_out=timed_out)
+        row[name] = {"R": est.objective_, "prefix": info.get("prefix_objective"), "time": dt, "acc": acc,
+                     "timed_out": timed_out}
+
+
+def _fit_baselines(res: Result, row: dict[str, Any], cfg: Config, data: tuple[Any, Any, Any, Any],
+                   have: dict[str, bool]) -> None:
+    """CART tuned to the objective, the C++ licketysplit package and GOSDT (capped) on the same split."""
+    import numpy as np
+
+    from trustlab.methods.split import fit_cart, fit_gosdt, fit_licketysplit_package
+
+    Btr, Bte, ytr, yte = data
+    ds, seed = row["dataset"], row["seed"]
+    baselines: list[tuple[str, Any, dict[str, Any]]] = [("CART", fit_cart, {"random_state": seed})]
+    if have["licketysplit"]:
+        baselines.append(("licketysplit (C++)", fit_licketysplit_package, {"lookahead_k": 1}))
+    if have["gosdt"]:
+        baselines.append(("GOSDT", fit_gosdt, {"time_limit": cfg.gosdt_time_limit}))
+    for name, fit, kwargs in baselines:
+        b = fit(Btr, ytr, reg=cfg.reg, depth_budget=cfg.depth_budget, **kwargs)
+        acc = float(np.mean(b.predict(Bte) == yte))
+        counted = b.time_s if b.converged else max(b.time_s, cfg.gosdt_time_limit)
+        _record(res, name, ds, seed, objective=b.objective, test_accuracy=acc,
+                train_accuracy=float(np.mean(b.predict(Btr) == ytr)), time_s=counted, n_leaves=b.n_leaves,
+                converged=b.converged, lower_bound=b.lower_bound)
+        row[name] = {"R": b.objective, "time": counted, "acc": acc, "converged": b.converged, "lb": b.lower_bound}
 
 
 def _per_dataset(runs: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
@@ -346,61 +354,73 @@ def _bundled(result: Result) -> dict[str, Any]:
     return {k: v for k, v in per.items() if k in BUNDLED and "speedup" in v}
 
 
-def _check_speed(result: Result) -> tuple[Any, ...]:
+def _check_speed(result: Result) -> CheckResult:
     rows = _bundled(result)
     if not rows:
-        return None, None, 10.0
+        return CheckResult(None, None, ">= 10", unit="x", detail="GOSDT not run")
     worst = min(rows, key=lambda k: rows[k]["speedup"])
     obs = rows[worst]["speedup"]
-    return obs >= 10.0, round(obs, 1), 10.0, f"slowest: {worst} (GOSDT {rows[worst]['GOSDT']['time']:.2f} s)"
+    return CheckResult(obs >= 10.0, round(obs, 1), ">= 10", unit="x",
+                       detail=f"slowest: {worst} (GOSDT {rows[worst]['GOSDT']['time']:.2f} s, "
+                              f"SPLIT {rows[worst][_claim_key(result)]['time']:.3f} s)")
 
 
-def _check_gap(result: Result) -> tuple[Any, ...]:
+def _claim_key(result: Result) -> str:
+    return f"SPLIT(d_l={result.config.get('claim_lookahead', 3)})"
+
+
+def _check_gap(result: Result) -> CheckResult:
     rows = _bundled(result)
     if not rows:
-        return None, None, 0.01
+        return CheckResult(None, None, "<= 0.01", unit="objective", detail="GOSDT not run")
     worst = max(rows, key=lambda k: rows[k]["gap"])
     obs = rows[worst]["gap"]
-    return obs <= 0.01, round(obs, 5), 0.01, f"largest: {worst} (GOSDT R {rows[worst]['GOSDT']['R']:.4f})"
+    return CheckResult(obs <= 0.01, round(obs, 5), "<= 0.01", baseline=round(rows[worst]["GOSDT"]["R"], 4),
+                       unit="objective", detail=f"largest gap: {worst}; baseline = GOSDT's mean objective there")
 
 
-def _check_accuracy(result: Result) -> tuple[Any, ...]:
+def _check_accuracy(result: Result) -> CheckResult:
     rows = _bundled(result)
     if not rows:
-        return None, None, 2.0
+        return CheckResult(None, None, "<= 2", unit="points", detail="GOSDT not run")
     worst = max(rows, key=lambda k: rows[k]["acc_drop_points"])
     obs = rows[worst]["acc_drop_points"]
-    return obs <= 2.0, round(obs, 2), 2.0, f"largest: {worst} (GOSDT acc {rows[worst]['GOSDT']['acc']:.4f})"
+    return CheckResult(obs <= 2.0, round(obs, 2), "<= 2", baseline=round(rows[worst]["GOSDT"]["acc"], 4),
+                       unit="points", detail=f"largest drop: {worst}; baseline = GOSDT's mean test accuracy there")
 
 
-def _check_chain(result: Result) -> tuple[Any, ...]:
+def _check_chain(result: Result) -> CheckResult:
     chain = result.summary.get("chain")
     if not chain or not chain["checked"]:
-        return None, None, 0
+        return CheckResult(None, None, "== 0", unit="violations")
     n = len(chain["violations"])
-    return n == 0, n, 0, f"{chain['checked']} inequalities checked"
+    return CheckResult(n == 0, n, "== 0", unit="violations",
+                       detail=f"{chain['checked']} inequalities checked" + (f"; {chain['violations'][:3]}" if n else ""))
 
 
-def _check_resplit_sound(result: Result) -> tuple[Any, ...]:
+def _check_resplit_sound(result: Result) -> CheckResult:
     r = result.summary.get("resplit")
     eps = result.config.get("resplit_eps", 0.02)
     if not r or not r.get("gosdt_converged"):
-        return None, None, eps
-    return r["max_rel_excess"] <= eps + 1e-12, round(r["max_rel_excess"], 6), eps, f"{r['n_trees']} trees re-scored"
+        return CheckResult(None, None, f"<= {eps}", unit="relative excess", detail="RESPLIT/GOSDT not run or not converged")
+    return CheckResult(r["max_rel_excess"] <= eps + 1e-12, round(r["max_rel_excess"], 6), f"<= {eps}",
+                       unit="relative excess", detail=f"{r['n_trees']} trees re-scored on the training data")
 
 
-def _check_resplit_subset(result: Result) -> tuple[Any, ...]:
+def _check_resplit_subset(result: Result) -> CheckResult:
     r = result.summary.get("resplit")
     if not r or r.get("subset_fraction") is None:
-        return None, None, 1.0
-    return r["subset_fraction"] >= 1.0, r["subset_fraction"], 1.0, f"TreeFARMS set: {r['treefarms_n_trees']} trees"
+        return CheckResult(None, None, ">= 1.0", unit="fraction", detail="TreeFARMS not run or its set not listed")
+    return CheckResult(r["subset_fraction"] >= 1.0, r["subset_fraction"], ">= 1.0", unit="fraction",
+                       detail=f"TreeFARMS set: {r['treefarms_n_trees']} trees; RESPLIT: {r['n_trees']}")
 
 
-def _check_resplit_time(result: Result) -> tuple[Any, ...]:
+def _check_resplit_time(result: Result) -> CheckResult:
     r = result.summary.get("resplit")
     if not r:
-        return None, None, 1.0
-    return r["time_ratio"] <= 1.0, round(r["time_ratio"], 4), 1.0, f"TreeFARMS {r['treefarms_time_s']:.2f} s"
+        return CheckResult(None, None, "<= 1.0", unit="x", detail="RESPLIT not run")
+    return CheckResult(r["time_ratio"] <= 1.0, round(r["time_ratio"], 4), "<= 1.0", baseline=round(r["treefarms_time_s"], 2),
+                       unit="x", detail=f"RESPLIT {r['time_s']:.2f} s vs TreeFARMS {r['treefarms_time_s']:.2f} s (baseline, s)")
 
 
 _SCALE = ("Bundled data with 25-50 binary columns: GOSDT often converges in seconds, so the speed-up is 1-2 "
@@ -413,12 +433,16 @@ CLAIMS = [
     Claim("split-gap", "SPLIT's mean training objective is within 0.01 of GOSDT's on every bundled data set",
           _check_gap, scale_note="Compared with GOSDT's incumbent when it timed out."),
     Claim("split-accuracy", "SPLIT's mean test accuracy is at most 2 points below GOSDT's on every bundled "
-          "data set", _check_accuracy, scale_note="Test sets of 36-360 samples: one sample is 0.3-2.8 points."),
+          "data set", _check_accuracy,
+          scale_note=lambda c: f"Test sets are {c['test_size']:.0%} of each data set (36-360 samples): one sample is "
+          "0.3-2.8 points."),
     Claim("guarantee-chain", "On every run R(GOSDT) - 1e-5 <= R(SPLIT) <= R(prefix+greedy) <= R(greedy) and "
           "R(LicketySPLIT) <= R(greedy)", _check_chain,
           scale_note="GOSDT's proven lower bound replaces its objective when it timed out."),
     Claim("resplit-sound", "Every RESPLIT tree, re-scored on the training data, has R <= (1 + eps) L* with L* "
-          "from GOSDT", _check_resplit_sound, scale_note="breast_cancer, depth 4, reg 0.01, eps 0.02."),
+          "from GOSDT", _check_resplit_sound,
+          scale_note=lambda c: f"{c['resplit_dataset']}, depth {c['resplit_depth']}, lookahead {c['resplit_lookahead']}, "
+          f"reg {c['resplit_reg']}, eps {c['resplit_eps']}."),
     Claim("resplit-subset", "Every RESPLIT tree is in the TreeFARMS Rashomon set (canonical tree strings)",
           _check_resplit_subset),
     Claim("resplit-time", "RESPLIT takes no more time than TreeFARMS on the same problem", _check_resplit_time,

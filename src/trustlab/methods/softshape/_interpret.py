@@ -6,6 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import InstanceOf, Interval
+from trustlab.core.exceptions import InputError
+
 __all__ = ["tokens_to_steps", "plot_shape_scores", "mask_top_steps"]
 
 
@@ -23,22 +27,31 @@ def tokens_to_steps(token_scores: np.ndarray, shape_size: int, stride: int, n_ti
     return np.divide(total, count, out=np.zeros_like(total), where=count > 0)
 
 
+@validate_args(X=[ArrayLike(ndim=3, finite=False)], scores=[None, ArrayLike(ndim=2)],
+               fraction=[Interval(float, 0, 1, closed="right")], rng=[None, InstanceOf(np.random.Generator)],
+               value=[Interval(float, None, None)])
 def mask_top_steps(X: np.ndarray, scores: np.ndarray | None, fraction: float, *, rng: np.random.Generator | None = None,
                    value: float = 0.0) -> np.ndarray:
     """Copy of ``X`` (n, c, T) with ``fraction`` of each series' steps set to ``value``: the highest-scored
-    steps when ``scores`` (n, T) is given, else steps drawn at random with ``rng``."""
+    steps when ``scores`` (n, T) is given, else steps drawn at random with ``rng`` (None: a generator
+    seeded with 0, so the call is reproducible)."""
     X = np.array(X, dtype=float, copy=True)
     n, _, T = X.shape
+    if scores is not None and np.shape(scores) != (n, T):
+        raise InputError(f"The 'scores' argument of mask_top_steps must have shape (n_cases, n_timepoints) = "
+                         f"{(n, T)}. Got {np.shape(scores)} instead.")
+    rng = rng if rng is not None else np.random.default_rng(0)
     k = max(1, int(round(fraction * T)))
     for i in range(n):
         if scores is not None:
             idx = np.argsort(-np.asarray(scores[i]), kind="stable")[:k]
         else:
-            idx = (rng or np.random.default_rng(0)).choice(T, size=k, replace=False)
+            idx = rng.choice(T, size=k, replace=False)
         X[i, :, idx] = value
     return X
 
 
+@validate_args(X=[ArrayLike(ndim=(2, 3))], scores=[ArrayLike(ndim=2)], n_cols=[Interval(int, 1, None)])
 def plot_shape_scores(X: np.ndarray, scores: np.ndarray, *, labels: Any = None, titles: Any = None,
                       n_cols: int = 2) -> Any:
     """A matplotlib ``Figure`` with one panel per series: the (first-channel) series coloured by its
@@ -50,6 +63,9 @@ def plot_shape_scores(X: np.ndarray, scores: np.ndarray, *, labels: Any = None, 
     if X.ndim == 3:
         X = X[:, 0]
     S = np.asarray(scores, dtype=float)
+    if S.shape != X.shape:
+        raise InputError(f"The 'scores' argument of plot_shape_scores must have the shape of the (first-channel) "
+                         f"series, {X.shape}. Got {S.shape} instead.")
     n = len(X)
     n_rows = int(np.ceil(n / n_cols))
     fig = Figure(figsize=(4.2 * n_cols, 2.6 * n_rows), layout="constrained")

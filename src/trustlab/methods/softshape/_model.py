@@ -2,9 +2,16 @@
 
 Shape embedding (Conv1d, kernel m, stride q) -> L layers sharing one contribution scorer and one top-1
 MoE. A layer with keep ratio < 1 keeps the top ceil(rho*M) score-weighted tokens in temporal order and
-merges the rest into one score-weighted token (soft sparsification); then h + MoE(RMSNorm(h)) +
-Inception(RMSNorm(h)). Warm-up (keep ratio 1 everywhere) disables sparsification and the MoE. The head is
-MIL-style: per-token logits weighted by the final scores and averaged over tokens.
+merges the rest into one score-weighted token (soft sparsification); then GELU(h + MoE(RMSNorm(h)) +
+Inception(RMSNorm(h))), the Inception branch normalised with InstanceNorm (the official ``BN1d``).
+Warm-up (keep ratio 1 everywhere) disables sparsification and the MoE. The head is MIL-style: per-token
+logits weighted by the final scores and averaged over tokens.
+
+Multivariate input (our extension; the official code is univariate): with ``channels="independent"``
+every channel is cut into shapes by the same embedding, a learnable channel embedding is added, and the
+C x M tokens of all channels compete in one sequence (so a shape is recognised in whichever channel it
+appears, and sparsification picks the most discriminative shapes across channels). ``"mixed"`` embeds all
+channels of a window into one token (a Conv1d over all channels). Univariate input is the same either way.
 
 Ablations (``sparsify``): "soft" (merge, the paper), "hard" (drop the non-top-k tokens), "none" (keep
 all tokens at all epochs). ``use_moe`` / ``use_inception`` switch the two branches off.
@@ -48,9 +55,13 @@ class RMSNorm(nn.Module):
 
 class InceptionModule(nn.Module):
     """Inception block over a (B, C, L) sequence: bottleneck 1x1 -> kernels {ks-1, ks/2-1, ks/4-1} (odd),
-    plus MaxPool(3) -> 1x1; concatenated to 4*nf channels, BatchNorm, GELU."""
+    plus MaxPool(3) -> 1x1; concatenated to 4*nf channels, normalised, GELU.
 
-    def __init__(self, ni: int, nf: int = 32, ks: int = 40) -> None:
+    ``norm="batch"`` (BatchNorm, InceptionTime's) or ``"instance"`` (InstanceNorm over the sequence, what
+    SoftShape's official code uses on token sequences; a one-token sequence normalises to 0).
+    """
+
+    def __init__(self, ni: int, nf: int = 32, ks: int = 40, norm: str = "batch") -> None:
         super().__init__()
         kss = [ks // (2 ** i) for i in range(3)]
         kss = [k if k % 2 else k - 1 for k in kss]
@@ -59,13 +70,18 @@ class InceptionModule(nn.Module):
         c_in = nf if self.use_bottleneck else ni
         self.convs = nn.ModuleList([nn.Conv1d(c_in, nf, k, padding=k // 2, bias=False) for k in kss])
         self.pool_conv = nn.Sequential(nn.MaxPool1d(3, stride=1, padding=1), nn.Conv1d(ni, nf, 1, bias=False))
-        self.bn = nn.BatchNorm1d(4 * nf)
+        self.norm = norm
+        self.bn = nn.BatchNorm1d(4 * nf) if norm == "batch" else None
         self.act = nn.GELU()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b = self.bottleneck(x)
         out = torch.cat([conv(b) for conv in self.convs] + [self.pool_conv(x)], dim=1)
-        return self.act(self.bn(out))
+        if self.bn is not None:
+            return self.act(self.bn(out))
+        if out.shape[-1] == 1:  # InstanceNorm of one element is (x - x) / sd = 0
+            return self.act(torch.zeros_like(out))
+        return self.act(F.instance_norm(out))
 
 
 class _MLP(nn.Module):
@@ -156,7 +172,7 @@ class _Layer(nn.Module):
         self.norm1, self.norm2 = RMSNorm(dim), RMSNorm(dim)
         self.scorer = scorer  # shared module (registered once on the net; here a plain reference)
         self.moe = moe
-        self.inception = InceptionModule(dim, dim // 4) if use_inception else None
+        self.inception = InceptionModule(dim, dim // 4, norm="instance") if use_inception else None
 
     def _incep(self, h: torch.Tensor) -> torch.Tensor:
         if self.inception is None:
@@ -197,16 +213,21 @@ class _Layer(nn.Module):
 class SoftShapeNet(nn.Module):
     """The SoftShape model. ``forward(x, warm)`` returns ``(logits, moe_loss, info)``.
 
-    ``warm=True`` means the warm-up phase (keep ratio 1 in every layer)."""
+    ``warm=True`` means the warm-up phase (keep ratio 1 in every layer). ``n_tokens`` is the number of
+    shapes per channel (M); with ``channels="independent"`` and C > 1 channels the layers see C x M tokens,
+    channel-major (token ``c * M + p`` is shape ``p`` of channel ``c``)."""
 
     def __init__(self, n_channels: int, n_timepoints: int, n_classes: int, *, shape_size: int = 32,
                  stride: int = 4, d_model: int = 128, depth: int = 2, sparse_rate: float = 0.5,
                  dropout: float = 0.15, sparsify: str = "soft", use_moe: bool = True,
-                 use_inception: bool = True, n_experts: int | None = None) -> None:
+                 use_inception: bool = True, n_experts: int | None = None, channels: str = "independent") -> None:
         super().__init__()
         self.m, self.q, self.n_tokens = resolve_shape(n_timepoints, shape_size, stride)
         self.sparsify = sparsify
-        self.embed = nn.Conv1d(n_channels, d_model, kernel_size=self.m, stride=self.q)
+        self.n_channels, self.n_timepoints = n_channels, n_timepoints
+        self.independent = channels == "independent" and n_channels > 1
+        self.embed = nn.Conv1d(1 if self.independent else n_channels, d_model, kernel_size=self.m, stride=self.q)
+        self.chan_embed = nn.Parameter(torch.zeros(1, n_channels, 1, d_model)) if self.independent else None
         self.pos_embed = nn.Parameter(torch.zeros(1, self.n_tokens, d_model))
         self.pos_drop = nn.Dropout(dropout)
         self.scorer = nn.Sequential(nn.Linear(d_model, 8), nn.Tanh(), nn.Linear(8, 1), nn.Sigmoid())
@@ -224,22 +245,31 @@ class SoftShapeNet(nn.Module):
             if mod.bias is not None:
                 nn.init.zeros_(mod.bias)
 
+    def _tokens(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.independent:
+            return self.embed(x).transpose(1, 2) + self.pos_embed
+        B, C, T = x.shape
+        h = self.embed(x.reshape(B * C, 1, T)).transpose(1, 2) + self.pos_embed  # (B*C, M, D)
+        h = h.reshape(B, C, self.n_tokens, -1) + self.chan_embed
+        return h.reshape(B, C * self.n_tokens, -1)
+
     def forward(self, x: torch.Tensor, warm: bool = False) -> tuple[torch.Tensor, torch.Tensor, ForwardInfo]:
-        h = self.embed(x).transpose(1, 2) + self.pos_embed
-        h = self.pos_drop(h)
+        h = self.pos_drop(self._tokens(x))
         B, N, _ = h.shape
         pos = torch.arange(N, device=h.device).unsqueeze(0).expand(B, N)
         info = ForwardInfo()
         aux = h.new_zeros(())
-        for layer, keep in zip(self.layers, self.keep):
+        for i, (layer, keep) in enumerate(zip(self.layers, self.keep)):
             h, pos, a, li = layer(h, pos, 1.0 if warm else keep, self.sparsify)
             aux = aux + a
             for name in ("n_tokens", "scores", "kept_index", "positions", "load"):
                 getattr(info, name).extend(getattr(li, name))
-        h = self.out_drop(h)
+            if i < len(self.layers) - 1:
+                h = F.gelu(h)  # every layer ends with GELU (official code)
+        h = self.out_drop(h)  # the last layer: dropout, the final score, then its GELU
         s_end = self.scorer(h)
         info.end_scores = s_end.squeeze(-1).detach()
-        logits = (self.head(h) * s_end).mean(dim=1)
+        logits = (self.head(F.gelu(h)) * s_end).mean(dim=1)
         return logits, aux, info
 
 

@@ -12,12 +12,14 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-__all__ = ["TrainHistory", "train_net", "predict_logits", "split_validation"]
+__all__ = ["EpochLog", "train_net", "predict_logits", "split_validation"]
 
 
 @dataclass
-class TrainHistory:
-    """Per-epoch record of a fit."""
+class EpochLog:
+    """Per-epoch record of one network fit (``history_`` of SoftShapeClassifier and InceptionTimeLite):
+    losses, wall time and warm-up flag per epoch, the selected epoch, early stopping and the MoE load.
+    (Not ``trustlab.models.TrainHistory``, which records the shared minibatch-SGD loop.)"""
 
     train_loss: list[float] = field(default_factory=list)
     val_loss: list[float] = field(default_factory=list)
@@ -75,10 +77,10 @@ def predict_logits(net: torch.nn.Module, X: torch.Tensor, *, warm: bool = False,
 def train_net(net: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, X_val: torch.Tensor | None,
               y_val: torch.Tensor | None, *, epochs: int, warm_up: int, patience: int, batch_size: int,
               lr: float, aux_rate: float, gen: torch.Generator, select_after_warm_up: bool,
-              budget_check: Any = None) -> TrainHistory:
+              budget_check: Any = None) -> EpochLog:
     """Train in place; returns the history. Early stopping counts only after warm-up."""
     opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=0.0)
-    hist = TrainHistory()
+    hist = EpochLog()
     has_val = X_val is not None and len(X_val) > 0
     best, best_state, since_best = float("inf"), None, 0
     bs = max(1, min(batch_size, len(X)))

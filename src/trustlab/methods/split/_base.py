@@ -13,7 +13,7 @@ from trustlab.core.base import PaperInfo
 from trustlab.core.constraints import InstanceOf, Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.roles import Predictor
-from trustlab.core.validation import check_is_fitted
+from trustlab.core.validation import check_array, check_classification_targets, check_is_fitted
 from trustlab.methods.split._binarizer import ThresholdGuessBinarizer, reduce_columns
 from trustlab.methods.split._engine import Engine, SearchTimeout
 from trustlab.methods.split._paper import PAPER
@@ -48,6 +48,7 @@ class SparseTreeBase(Predictor):
     def _validate_X(self, X: Any, *, reset: bool) -> Any:
         names = getattr(X, "columns", None)
         arr = super()._validate_X(X, reset=reset)
+        check_array(arr, owner=type(self).__name__, ndim=None, allow_complex=False)
         fitted = getattr(self, "feature_names_in_", None)
         if not reset and fitted is not None and names is not None:
             got = [str(c) for c in names]
@@ -101,6 +102,7 @@ class SparseTreeBase(Predictor):
     def _fit(self, X: np.ndarray, y: np.ndarray, **fit_params: Any) -> None:
         if fit_params:
             raise InputError(f"{type(self).__name__}.fit takes no extra arguments. Got {sorted(fit_params)}.")
+        check_classification_targets(self.classes_, owner=type(self).__name__)
         self._check_common()
         self._check_combination()
         t0 = time.perf_counter()

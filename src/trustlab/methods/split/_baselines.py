@@ -21,7 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import Interval
 from trustlab.core.optional import require
+from trustlab.core.validation import check_consistent_length
 from trustlab.methods.split._tree import TreeNode, tree_from_dict, tree_objective
 
 __all__ = ["BaselineFit", "fit_gosdt", "fit_licketysplit_package", "fit_treefarms", "fit_cart", "silence_output"]
@@ -75,12 +78,21 @@ def silence_output() -> Iterator[None]:
             os.close(fd)
 
 
+#: the argument rules every baseline wrapper shares (binary matrix, encoded labels, objective settings)
+_XB = [ArrayLike(ndim=2, dtype="integer", low=0, high=1)]
+_Y = [ArrayLike(ndim=1, dtype="integer", low=0)]
+_REG = [Interval(float, 0, None)]
+_DEPTH = [Interval(int, 1, 64)]
+
+
 def _prep(Xb: Any, y: Any) -> tuple[np.ndarray, np.ndarray, int]:
     Xb = np.asarray(Xb).astype(bool)
     y = np.asarray(y, dtype=np.int64)
+    check_consistent_length("a SPLIT baseline", Xb=Xb, y=y)
     return Xb, y, int(y.max()) + 1 if y.size else 0
 
 
+@validate_args(Xb=_XB, y=_Y, reg=_REG, depth_budget=_DEPTH, time_limit=[Interval(float, 0, None, closed="neither"), None])
 def fit_gosdt(Xb: Any, y: Any, *, reg: float, depth_budget: int, time_limit: float | None = None) -> BaselineFit:
     """GOSDT (``gosdt`` package) as the exact oracle: fit only (its ``predict`` breaks on scikit-learn
     >= 1.8), tree read from ``result_.model``. ``converged`` is False on a timeout: then ``objective`` is
@@ -103,6 +115,7 @@ def fit_gosdt(Xb: Any, y: Any, *, reg: float, depth_budget: int, time_limit: flo
                        info={"status": status, "upper_bound": float(res.upperbound), "graph_size": int(res.graph_size)})
 
 
+@validate_args(Xb=_XB, y=_Y, reg=_REG, depth_budget=_DEPTH, lookahead_k=[Interval(int, 1, None)])
 def fit_licketysplit_package(Xb: Any, y: Any, *, reg: float, depth_budget: int, lookahead_k: int = 1) -> BaselineFit:
     """The C++ ``licketysplit`` package (``LicketySPLITClassifier``); it counts split levels, so it gets
     ``depth_budget - 1``."""
@@ -137,6 +150,8 @@ def _tree_from_paths(paths: list[list[int]], Xb: np.ndarray, y: np.ndarray, k: i
     return build(paths, np.arange(len(y)))
 
 
+@validate_args(Xb=_XB, y=_Y, reg=_REG, depth_budget=_DEPTH, rashomon_mult=[Interval(float, 0, None)],
+               max_trees=[Interval(int, 1, None)])
 def fit_treefarms(Xb: Any, y: Any, *, reg: float, depth_budget: int, rashomon_mult: float,
                   max_trees: int = 100_000) -> BaselineFit:
     """TreeFARMS (exact Rashomon set, ``theta = (1 + rashomon_mult) L*``). ``info["canonical"]`` holds
@@ -175,6 +190,7 @@ def fit_treefarms(Xb: Any, y: Any, *, reg: float, depth_budget: int, rashomon_mu
                        info={"n_trees": count, "canonical": canon, "objectives": objectives, "timeout": model.timeout})
 
 
+@validate_args(Xb=_XB, y=_Y, reg=_REG, depth_budget=_DEPTH, random_state=[Interval(int, 0, 2**32 - 1), None])
 def fit_cart(Xb: Any, y: Any, *, reg: float, depth_budget: int, random_state: int | None = 0) -> BaselineFit:
     """scikit-learn CART with ``max_depth = depth_budget - 1``, pruned by the ``ccp_alpha`` of its
     cost-complexity path that minimises ``R = mistakes / n + reg * leaves`` on the training data."""

@@ -14,8 +14,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted as _sk_check_is_fitted
 
-from trustlab.core.constraints import Interval, validate_params
+from trustlab.core.constraints import Interval, Options, validate_params
 from trustlab.core.exceptions import InputError, NotFittedError
+from trustlab.core.seeding import spawn_seed
 from trustlab.core.validation import check_array, check_X_y
 
 __all__ = ["ThresholdGuessBinarizer", "reduce_columns"]
@@ -49,6 +50,17 @@ def reduce_columns(Xb: Any) -> np.ndarray:
     return nonconst[np.sort(first)]
 
 
+def _float32_safe_scale(X: np.ndarray) -> np.ndarray:
+    """Per-column powers of two that bring columns whose magnitudes lie outside float32's range (beyond
+    2**64 or below 2**-64) to about 1. Scaling by a power of two is exact, so split orderings and the
+    mapped-back thresholds are unchanged; columns inside the range keep scale 1."""
+    m = np.max(np.abs(X), axis=0) if X.size else np.zeros(X.shape[1])
+    out = np.ones(X.shape[1])
+    odd = (m > 2.0**64) | ((m > 0) & (m < 2.0**-64))
+    out[odd] = np.ldexp(1.0, np.frexp(m[odd])[1])
+    return out
+
+
 class ThresholdGuessBinarizer(TransformerMixin, BaseEstimator):
     """Binary columns ``x_j <= t`` at the thresholds a gradient-boosting ensemble uses.
 
@@ -69,8 +81,15 @@ class ThresholdGuessBinarizer(TransformerMixin, BaseEstimator):
     drop_redundant : bool, default=True
         Drop columns that are constant on the training data or duplicate (or complement) an earlier
         column there: they add no distinct split.
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, numpy Generator or None, default=None
         Seed of the ensemble.
+    output : {"auto", "numpy", "pandas"}, default="auto"
+        What :meth:`transform` returns: ``"numpy"`` a ``uint8`` array; ``"pandas"`` a DataFrame of ``uint8``
+        columns named by :meth:`get_feature_names_out` (``"worst radius <= 16.795"``); ``"auto"`` a DataFrame
+        when ``X`` is a DataFrame and an array otherwise. With ``"auto"``, a pipeline
+        ``make_pipeline(ThresholdGuessBinarizer(), SPLITClassifier())`` fitted on a DataFrame passes the
+        binary column names to the tree, which then prints exactly as when SPLIT binarizes by itself.
+        (scikit-learn's ``set_output(transform="pandas")`` works as well.)
 
     Attributes
     ----------
@@ -102,29 +121,34 @@ class ThresholdGuessBinarizer(TransformerMixin, BaseEstimator):
         "column_elimination": ["boolean"],
         "drop_redundant": ["boolean"],
         "random_state": ["random_state"],
+        "output": [Options(["auto", "numpy", "pandas"])],
     }
 
     def __init__(self, *, n_estimators: int = 50, max_depth: int = 1, learning_rate: float = 0.1,
-                 column_elimination: bool = False, drop_redundant: bool = True, random_state: Any = None) -> None:
+                 column_elimination: bool = False, drop_redundant: bool = True, random_state: Any = None,
+                 output: str = "auto") -> None:
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.learning_rate = learning_rate
         self.column_elimination = column_elimination
         self.drop_redundant = drop_redundant
         self.random_state = random_state
+        self.output = output
 
     def _gbdt(self) -> Any:
         from sklearn.ensemble import GradientBoostingClassifier
 
         return GradientBoostingClassifier(loss="log_loss", learning_rate=self.learning_rate,
                                           n_estimators=self.n_estimators, max_depth=self.max_depth,
-                                          random_state=self.random_state)
+                                          random_state=self._seed)
 
     def fit(self, X: Any, y: Any) -> ThresholdGuessBinarizer:
         validate_params(type(self).__name__, self.get_params(deep=False), self._constraints)
         names = getattr(X, "columns", None)
-        X, y = check_X_y(X, y, owner=type(self).__name__)
+        X, y = check_X_y(X, y, owner=type(self).__name__, allow_complex=False)
         X = X.astype(np.float64)
+        rs = self.random_state
+        self._seed = spawn_seed(rs) if isinstance(rs, np.random.Generator) else rs
         if len(np.unique(y)) < 2:
             raise InputError(f"The 'y' argument of {type(self).__name__} must contain at least 2 classes. "
                              f"Got only {np.unique(y).tolist()}.")
@@ -133,13 +157,14 @@ class ThresholdGuessBinarizer(TransformerMixin, BaseEstimator):
             self.feature_names_in_ = np.asarray(list(names), dtype=object)
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        gb = self._gbdt().fit(X, y)
+        scale = _float32_safe_scale(X)
+        gb = self._gbdt().fit(X / scale, y)  # scikit-learn's trees work in float32
         found: set[tuple[int, float]] = set()
         for est in np.asarray(gb.estimators_).ravel():
             t = est.tree_
             internal = t.children_left >= 0
             for f, thr in zip(t.feature[internal], t.threshold[internal]):
-                found.add((int(f), float(thr)))
+                found.add((int(f), float(thr) * float(scale[f])))
         thresholds = sorted(found)
         if not thresholds:  # nothing to split on: keep one column that is constant
             thresholds = [(0, float(np.max(X[:, 0])))]
@@ -174,16 +199,23 @@ class ThresholdGuessBinarizer(TransformerMixin, BaseEstimator):
         return (X[:, cols] <= thr[None, :]).astype(np.uint8)
 
     def transform(self, X: Any) -> np.ndarray:
-        """0/1 matrix of shape ``(n_samples, n_features_out_)`` (``uint8``)."""
+        """0/1 matrix of shape ``(n_samples, n_features_out_)`` (``uint8``; a DataFrame, see ``output``)."""
         try:
             _sk_check_is_fitted(self, "thresholds_")
         except Exception as exc:  # sklearn's NotFittedError -> ours
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. Call 'fit' first.") from exc
-        X = check_array(X, owner=type(self).__name__)
+        index = getattr(X, "index", None)
+        frame = hasattr(X, "columns") and index is not None
+        X = check_array(X, owner=type(self).__name__, allow_complex=False)
         if X.shape[1] != self.n_features_in_:
             raise InputError(f"The 'X' argument of {type(self).__name__} must have {self.n_features_in_} features, "
                              f"as seen in fit. Got {X.shape[1]} instead.")
-        return self._apply(X.astype(np.float64), self.thresholds_)
+        out = self._apply(X.astype(np.float64), self.thresholds_)
+        if self.output == "pandas" or (self.output == "auto" and frame):
+            import pandas as pd
+
+            return pd.DataFrame(out, columns=list(self.get_feature_names_out()), index=index)
+        return out
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """``"<input name> <= <threshold>"`` for every output column."""

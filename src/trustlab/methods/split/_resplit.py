@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, Options
+from trustlab.core.constraints import Interval, Options, validate_value
 from trustlab.core.exceptions import BudgetExceededError, ConfigError, InputError
 from trustlab.core.validation import check_is_fitted
 from trustlab.methods.split._base import SparseTreeBase, check_lookahead
@@ -294,22 +294,29 @@ class RESPLIT(SparseTreeBase):
                 best, best_i = v, int(self._offsets[k])  # digits all 0 = each leaf's best subtree
         return best_i
 
-    def tree_at(self, i: int) -> TreeNode:
-        """The ``i``-th tree of the set (over the binary features; ``left`` = feature true)."""
+    def _check_index(self, i: Any, what: str) -> int:
         check_is_fitted(self, "n_trees_")
+        validate_value(f"{type(self).__name__}.{what}", "i", i, [Interval(int, 0, self.n_trees_ - 1)], noun="argument")
+        return int(i)
+
+    def tree_at(self, i: int) -> TreeNode:
+        """The ``i``-th tree of the set (over the binary features; ``left`` = feature true); ``i`` is an int
+        in ``[0, n_trees_ - 1]``."""
         from trustlab.methods.split._base import _remap
 
-        return _remap(self._materialise(int(i)), self.search_columns_)
+        return _remap(self._materialise(self._check_index(i, "tree_at")), self.search_columns_)
 
     def objective_at(self, i: int) -> float:
         """Training objective ``R`` of the ``i``-th tree, without building it."""
-        check_is_fitted(self, "n_trees_")
-        k, digits = self._locate(int(i))
+        k, digits = self._locate(self._check_index(i, "objective_at"))
         _, _, fr, base = self._prefixes[k]
         return float((base + sum(self._leaf_sets[f][dg][0] for f, dg in zip(fr, digits))) / self._cols_n)
 
     def iter_trees(self, limit: int | None = None) -> Iterator[TreeNode]:
         """Trees of the set in index order (at most ``limit``)."""
+        check_is_fitted(self, "n_trees_")
+        validate_value(f"{type(self).__name__}.iter_trees", "limit", limit, [Interval(int, 0, None), None],
+                       noun="argument")
         stop = self.n_trees_ if limit is None else min(int(limit), self.n_trees_)
         for i in range(stop):
             yield self.tree_at(i)

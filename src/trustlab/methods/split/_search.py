@@ -117,6 +117,8 @@ class LookaheadSolver:
         eng.check_time()
         tot = eng.class_counts(C)
         leaf = eng.leaf_values(tot)
+        if eng.p == 0:  # no non-constant binary column: nothing can split, every node is a leaf
+            return leaf, np.full(m, -1, dtype=np.int64)
         if b == 2 and self.g == 1:
             best, j = eng.best_leaf_split(C)
             use = best < leaf - TOL

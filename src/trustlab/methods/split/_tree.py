@@ -13,6 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import InstanceOf, Interval
+
 __all__ = ["TreeNode", "tree_objective", "tree_from_dict"]
 
 
@@ -158,8 +161,23 @@ class TreeNode:
         return "\n".join(lines)
 
 
+@validate_args(_example=lambda: {"tree": TreeNode(counts=np.array([1, 1]))},
+               tree=[InstanceOf(TreeNode)], Xb=[ArrayLike(ndim=2, dtype="integer", low=0, high=1)],
+               y=[ArrayLike(ndim=1, dtype="integer", low=0)], reg=[Interval(float, 0, None)])
 def tree_objective(tree: TreeNode, Xb: np.ndarray, y: np.ndarray, reg: float) -> float:
-    """Global objective ``R = mistakes / n + reg * leaves`` of ``tree`` re-scored on ``(Xb, y)``."""
+    """Global objective ``R = mistakes / n + reg * leaves`` of ``tree`` re-scored on ``(Xb, y)``.
+
+    ``Xb`` is the binary matrix the tree reads and ``y`` the labels encoded ``0..k-1``.
+    """
+    from trustlab.core.exceptions import InputError
+
+    Xb = np.asarray(Xb)
+    if len(Xb) != len(np.asarray(y)):
+        raise InputError(f"The 'Xb' and 'y' arguments of tree_objective must have the same number of rows. "
+                         f"Got {len(Xb)} and {len(np.asarray(y))}.")
+    if tree.features_used() and max(tree.features_used()) >= Xb.shape[1]:
+        raise InputError(f"The tree passed to tree_objective tests binary column {max(tree.features_used())}, "
+                         f"but 'Xb' has only {Xb.shape[1]} columns.")
     pred = tree.predict(Xb)
     return float(np.mean(pred != np.asarray(y))) + float(reg) * tree.n_leaves
 

@@ -6,13 +6,16 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import Interval, Options, validate_value
 from trustlab.core.validation import check_array
 
 __all__ = ["redundancy", "make_redundant_classification"]
 
 
-def redundancy(X: Any, feature: int, *, estimator: str = "ridge", cv: int = 5, random_state: int = 0) -> float:
+@validate_args(X=[ArrayLike(ndim=2)], feature=[Interval(int, 0, None)], estimator=[Options(["ridge", "gbm"])],
+               cv=[Interval(int, 2, None)], random_state=[Interval(int, 0, 2**32 - 1), None])
+def redundancy(X: Any, feature: int, *, estimator: str = "ridge", cv: int = 5, random_state: int | None = 0) -> float:
     """Cross-validated ``R^2_f`` of predicting feature ``f`` from the other features.
 
     Parameters
@@ -46,10 +49,8 @@ def redundancy(X: Any, feature: int, *, estimator: str = "ridge", cv: int = 5, r
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    X = check_array(X, owner="redundancy")
-    validate_value("redundancy", "estimator", estimator, [Options(["ridge", "gbm"])])
-    validate_value("redundancy", "feature", feature, [Interval(int, 0, X.shape[1] - 1)])
-    validate_value("redundancy", "cv", cv, [Interval(int, 2, None)])
+    X = check_array(X, owner="redundancy", allow_complex=False)
+    validate_value("redundancy", "feature", feature, [Interval(int, 0, X.shape[1] - 1)], noun="argument")
     if X.shape[1] < 2:
         return 0.0
     target = X[:, feature]
@@ -80,9 +81,11 @@ def redundancy(X: Any, feature: int, *, estimator: str = "ridge", cv: int = 5, r
     return float(1.0 - np.sum((target - pred) ** 2) / np.sum((target - target.mean()) ** 2))
 
 
+@validate_args(n_samples=[Interval(int, 10, None)], rhos=[SequenceOf(Interval(float, 0, 1), min_len=0)],
+               n_independent=[Interval(int, 0, None)], noise=[Interval(float, 0, None)], random_state=["random_state"])
 def make_redundant_classification(n_samples: int = 800, rhos: tuple[float, ...] = (0.0, 0.5, 0.8, 0.95),
                                   n_independent: int = 4, noise: float = 0.5,
-                                  random_state: int = 0) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+                                  random_state: Any = 0) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
     """Binary data with controlled redundancy: latent factors, tunable copies and independent features.
 
     For each ``rho_j`` a latent factor ``z_j ~ N(0, 1)`` is observed as the *target* feature
@@ -105,13 +108,13 @@ def make_redundant_classification(n_samples: int = 800, rhos: tuple[float, ...] 
     >>> X.shape, [d["name"] for d in info]
     ((100, 5), ['t0', 'c0', 't1', 'c1', 'u0'])
     """
-    owner = "make_redundant_classification"
-    validate_value(owner, "n_samples", n_samples, [Interval(int, 10, None)])
-    validate_value(owner, "n_independent", n_independent, [Interval(int, 0, None)])
-    validate_value(owner, "noise", noise, [Interval(float, 0, None)])
-    for r in rhos:
-        validate_value(owner, "rhos", r, [Interval(float, 0, 1)])
-    rng = np.random.default_rng(random_state)
+    from trustlab.core.exceptions import ConfigError
+    from trustlab.core.seeding import check_random_state
+
+    if len(rhos) + n_independent == 0:
+        raise ConfigError("The 'rhos' and 'n_independent' arguments of make_redundant_classification describe no "
+                          "informative feature. Got rhos=() and n_independent=0 instead.")
+    rng = check_random_state(random_state)
     cols, info, signal = [], [], np.zeros(n_samples)
     for j, rho in enumerate(rhos):
         z = rng.normal(size=n_samples)

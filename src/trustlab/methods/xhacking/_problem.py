@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.constraints import Interval, Satisfies
 from trustlab.core.exceptions import InputError, ScaleWarning, UnknownNameError, did_you_mean
+from trustlab.core.hashing import content_hash
 from trustlab.methods.xhacking._explain import explain_pipeline, shares_and_ranks
 from trustlab.methods.xhacking._space import build_pipeline
 
-__all__ = ["SearchContext", "EvalSettings", "reference_config", "resolve_feature", "data_hash"]
+__all__ = ["SearchContext", "EvalSettings", "reference_config", "resolve_feature", "data_hash", "tts_summary",
+           "speedup_ci", "TrialsToSuccess", "SpeedupCI"]
 
-#: the default reference pipeline: a random forest on every feature (the spec's baseline model)
+
+@validate_args(seed=[Interval(int, 0, 2**32 - 1)])
 def reference_config(seed: int = 0) -> dict[str, Any]:
     """Default reference: mean imputation, no scaling or selection, a 100-tree random forest."""
     return {"imputer": "mean", "scaler": "none", "selector": "none", "transform": "none", "model": "rf",
@@ -47,13 +52,8 @@ class EvalSettings:
 
 
 def data_hash(X: np.ndarray, y: np.ndarray) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    for a in (np.ascontiguousarray(X, dtype=np.float64), np.asarray(y).astype(str)):
-        h.update(str(a.shape).encode())
-        h.update(a.tobytes() if a.dtype.kind != "U" else "\x00".join(a.tolist()).encode())
-    return h.hexdigest()
+    """SHA-256 of the data an audit ran on (float64 features, labels as text)."""
+    return content_hash(np.ascontiguousarray(X, dtype=np.float64), np.asarray(y).astype(str))
 
 
 def resolve_feature(feature: Any, names: list[str], owner: str) -> int:
@@ -88,9 +88,10 @@ class SearchContext:
                  reference: dict[str, Any] | None = None, owner: str = "xhack") -> None:
         from sklearn.model_selection import train_test_split
 
-        from trustlab.core.validation import check_X_y
+        from trustlab.core.validation import check_classification_targets, check_X_y
 
-        X, y = check_X_y(X, y, owner=owner)
+        X, y = check_X_y(X, y, owner=owner, allow_complex=False)
+        check_classification_targets(y, owner=owner)
         X = X.astype(np.float64)
         self.classes_, y = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
@@ -132,6 +133,11 @@ class SearchContext:
         self.reference = self.evaluate(self.reference_config)
         if self.reference.get("error"):
             raise InputError(f"The reference pipeline of {owner} failed: {self.reference['error']}")
+        if self.reference["score"] >= 1.0:
+            warnings.warn(f"{owner}: the reference pipeline scores {self.reference['score']:.3f} on the {len(self.y_te)} "
+                          "held-out rows, the maximum: 'within eps of the reference' then admits only pipelines that "
+                          "are also (nearly) perfect there, so the set of defensible models says little. Use a "
+                          "larger test_size, scoring='roc_auc', or a harder problem.", UserWarning, stacklevel=3)
 
     # -- evaluation -------------------------------------------------------------------------------------
     def _score(self, pipe: Any) -> float:
@@ -180,26 +186,61 @@ class SearchContext:
                 "feature_names": self.names}
 
 
-def tts_summary(tts: list[int | None], budget: int) -> dict[str, Any]:
-    """Trials-to-first-success over seeds with censoring: censored runs count at ``budget``."""
+@dataclass(frozen=True)
+class TrialsToSuccess:
+    """Trials-to-first-success over seeds: ``values`` (censored runs at the budget), their ``median``,
+    ``n_censored`` of ``n`` runs."""
+
+    median: float
+    n_censored: int
+    n: int
+    values: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SpeedupCI:
+    """``ratio`` = median(random) / median(BO) trials-to-first-success, with its bootstrap CI ``[lo, hi]``."""
+
+    ratio: float
+    lo: float
+    hi: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_TTS = [SequenceOf(Satisfies(lambda v: v is None or (isinstance(v, int | np.integer) and not isinstance(v, bool)
+                                                     and v >= 1), "None (censored) or an int >= 1", ["x", 0, 1.5], valid=1))]
+
+
+@validate_args(tts=_TTS, budget=[Interval(int, 1, None)])
+def tts_summary(tts: list[int | None], budget: int) -> TrialsToSuccess:
+    """Trials-to-first-success over seeds with censoring: censored runs (None) count at ``budget``."""
     vals = np.array([budget if t is None else t for t in tts], dtype=float)
-    return {"median": float(np.median(vals)) if len(vals) else float("nan"),
-            "n_censored": int(sum(t is None for t in tts)), "n": len(tts), "values": vals.tolist()}
+    return TrialsToSuccess(median=float(np.median(vals)), n_censored=int(sum(t is None for t in tts)), n=len(tts),
+                           values=vals.tolist())
 
 
+@validate_args(tts_random=_TTS, tts_bo=_TTS, budget=[Interval(int, 1, None)], n_boot=[Interval(int, 1, None)],
+               level=[Interval(float, 0, 1, closed="neither")], random_state=["random_state"])
 def speedup_ci(tts_random: list[int | None], tts_bo: list[int | None], budget: int, *, n_boot: int = 2000,
-               level: float = 0.95, random_state: int = 0) -> dict[str, float]:
+               level: float = 0.95, random_state: Any = 0) -> SpeedupCI:
     """Ratio median(random) / median(BO) of trials-to-first-success with a percentile bootstrap CI.
 
     Censored runs (no success within ``budget``) count at ``budget``, which biases the ratio towards 1
     when the slower sampler is censored (a conservative estimate).
     """
-    r = np.array(tts_summary(tts_random, budget)["values"])
-    b = np.array(tts_summary(tts_bo, budget)["values"])
+    from trustlab.core.seeding import check_random_state
+
+    r = np.array(tts_summary(tts_random, budget).values)
+    b = np.array(tts_summary(tts_bo, budget).values)
     ratio = float(np.median(r) / np.median(b))
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     boots = np.empty(n_boot)
     for i in range(n_boot):
         boots[i] = np.median(rng.choice(r, len(r))) / np.median(rng.choice(b, len(b)))
     a = (1 - level) / 2
-    return {"ratio": ratio, "lo": float(np.quantile(boots, a)), "hi": float(np.quantile(boots, 1 - a))}
+    return SpeedupCI(ratio=ratio, lo=float(np.quantile(boots, a)), hi=float(np.quantile(boots, 1 - a)))

@@ -17,12 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, Options, validate_value
-from trustlab.core.exceptions import ConfigError
+from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
+from trustlab.core.constraints import InstanceOf, Interval, Options, Satisfies, validate_value
+from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.methods.xhacking._problem import EvalSettings, SearchContext, resolve_feature
 from trustlab.methods.xhacking._space import SearchSpace, default_space
 
-__all__ = ["xhack", "XHackResult", "make_sampler", "is_success", "check_eps", "achievable_drop"]
+__all__ = ["xhack", "XHackResult", "make_sampler", "is_success", "check_eps", "achievable_drop", "Vulnerability",
+           "as_seed", "FEATURE_RULE"]
+
+#: a feature given by column name or index
+FEATURE_RULE = Satisfies(lambda v: isinstance(v, str) or (isinstance(v, int | np.integer) and not isinstance(v, bool)
+                                                        and v >= 0),
+                         "a column name (str) or a column index (int >= 0)", [-1, 1.5, None], valid=0)
 
 _STARTUP_DEFAULT = 10
 
@@ -76,6 +83,15 @@ class XHackResult:
         return ref if self.best is None else min(ref, float(self.best["share"][self.target_index]))
 
 
+def as_seed(random_state: Any) -> int:
+    """An int seed from ``random_state`` (an int is kept; a Generator is advanced once; None is fresh entropy)."""
+    from trustlab.core.seeding import check_random_state, spawn_seed
+
+    if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
+        return int(random_state)
+    return spawn_seed(check_random_state(random_state))
+
+
 def check_eps(eps: Any, owner: str) -> float:
     validate_value(owner, "eps", eps, [Interval(float, 0, None)])
     if eps > 0.5:
@@ -121,13 +137,29 @@ def _objective_value(rec: dict[str, Any], ref: dict[str, Any], j: int, goal: str
     return float(rec["rank"][j]) if metric == "rank" else float(rec["share"][j])
 
 
+_DATA_RULES = {"X": [None, ArrayLike(ndim=2)], "y": [None, ArrayLike(ndim=1, dtype="any")]}
+_SEARCH_RULES = {
+    "eps": [Interval(float, 0, None)], "sampler": [Options(["tpe", "gp", "random"])],
+    "budget": [Interval(int, 1, None)], "search_space": [None, InstanceOf(SearchSpace)],
+    "metric": [Options(["shap_share", "rank"])], "n_startup_trials": [None, Interval(int, 0, None)],
+    "context": [None, InstanceOf(SearchContext)],
+}
+
+
+@validate_args(**_DATA_RULES, target_feature=[FEATURE_RULE], goal=[Options(["minimise", "maximise", "flip"])],
+               kappa=[None, Interval(float, 0, None, closed="neither")], target_rank=[None, Interval(int, 1, None)],
+               feature_names=[None, ArrayLike(ndim=1, dtype="any")], reference=[None, dict],
+               test_size=[Interval(float, 0, 1, closed="neither")], explain_on=[Options(["test", "train"])],
+               n_background=[Interval(int, 1, None)], n_explain=[Interval(int, 2, None)],
+               scoring=[Options(["accuracy", "balanced_accuracy", "roc_auc"])], use_constraints=["boolean"],
+               stop_on_success=["boolean"], random_state=["random_state"], **_SEARCH_RULES)
 def xhack(X: Any, y: Any, target_feature: Any, *, goal: str = "minimise", eps: float = 0.01,
           kappa: float | None = None, sampler: str = "tpe", budget: int = 50,
           search_space: SearchSpace | None = None, metric: str = "shap_share", target_rank: int | None = None,
           feature_names: Any = None, reference: dict[str, Any] | None = None, test_size: float = 0.25,
           explain_on: str = "test", n_background: int = 50, n_explain: int = 50, scoring: str = "accuracy",
           use_constraints: bool = True, n_startup_trials: int | None = None, stop_on_success: bool = False,
-          random_state: int = 0, context: SearchContext | None = None) -> XHackResult:
+          random_state: Any = 0, context: SearchContext | None = None) -> XHackResult:
     """Search defensible pipelines that push ``target_feature``'s explanation towards ``goal``.
 
     Parameters
@@ -160,8 +192,9 @@ def xhack(X: Any, y: Any, target_feature: Any, *, goal: str = "minimise", eps: f
         Pass ``A >= A_ref - eps`` to the sampler as an optuna constraint (TPE and GP).
     stop_on_success : bool
         Stop at the first success (trials-to-success studies).
-    random_state : int
-        Seeds the sampler (and, unless ``context`` is given, the split and the models).
+    random_state : int, numpy Generator or None
+        Seeds the sampler (and, unless ``context`` is given, the split and the models); a Generator or
+        None is turned into one int seed first.
     context : SearchContext, optional
         Reuse a split, reference and evaluation cache across searches (seeds, samplers).
 
@@ -182,35 +215,41 @@ def xhack(X: Any, y: Any, target_feature: Any, *, goal: str = "minimise", eps: f
     Sharma et al., "X-Hacking: The Threat of Misguided AutoML", ICML 2025 (arXiv:2401.08513);
     official code github.com/datasciapps/x-hacking (not read: no copy was available).
     """
-    import optuna
-
     owner = "xhack"
-    validate_value(owner, "goal", goal, [Options(["minimise", "maximise", "flip"])])
-    validate_value(owner, "sampler", sampler, [Options(["tpe", "gp", "random"])])
-    validate_value(owner, "metric", metric, [Options(["shap_share", "rank"])])
-    validate_value(owner, "budget", budget, [Interval(int, 1, None)])
-    validate_value(owner, "random_state", random_state, [Interval(int, 0, 2**32 - 1)])
+    random_state = as_seed(random_state)
     eps = check_eps(eps, owner)
     if kappa is None:
         kappa = 0.25 if goal == "minimise" else 2.0
-    validate_value(owner, "kappa", kappa, [Interval(float, 0, None, closed="neither")])
     space = search_space if search_space is not None else default_space()
     space.validate()
     if context is None:
+        if X is None or y is None:
+            raise InputError("The 'X' and 'y' arguments of xhack are required when no 'context' is given. "
+                             "Got None instead.")
         settings = EvalSettings(test_size=test_size, split_seed=random_state, model_seed=random_state,
                                 explain_on=explain_on, n_background=n_background, n_explain=n_explain, scoring=scoring)
         context = SearchContext(X, y, settings, feature_names=feature_names, reference=reference, owner=owner)
     j = resolve_feature(target_feature, context.names, owner)
-    ref = context.reference
-    floor = ref["score"] - eps
+    result = XHackResult(context.names[j], j, goal, eps, float(kappa), sampler, budget, dict(context.reference))
+    smp = make_sampler(sampler, random_state, n_startup_trials=n_startup_trials, budget=budget)
+    _run_study(result, context, space, smp, metric=metric, target_rank=target_rank, use_constraints=use_constraints,
+               stop_on_success=stop_on_success)
+    return result
+
+
+def _run_study(result: XHackResult, context: SearchContext, space: SearchSpace, smp: Any, *, metric: str,
+               target_rank: int | None, use_constraints: bool, stop_on_success: bool) -> None:
+    """The optuna study of one search: (score, explanation metric) objectives, the defensibility constraint,
+    every trial logged on ``result``; ``result.best`` is the defensible trial with the most extreme metric."""
+    import optuna
+
+    j, goal, kappa, ref = result.target_index, result.goal, result.kappa, result.reference
+    floor = ref["score"] - result.eps
     direction = "maximize" if goal == "maximise" else "minimize"
     if metric == "rank" and goal != "flip":  # a larger rank number means less important
         direction = "minimize" if goal == "maximise" else "maximize"
-
-    smp = make_sampler(sampler, random_state, n_startup_trials=n_startup_trials, budget=budget)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(directions=["maximize", direction], sampler=smp)
-    result = XHackResult(context.names[j], j, goal, eps, float(kappa), sampler, budget, dict(ref))
 
     def objective(trial: Any) -> tuple[float, float]:
         rec = context.evaluate(space.suggest(trial, context.p))
@@ -218,27 +257,50 @@ def xhack(X: Any, y: Any, target_feature: Any, *, goal: str = "minimise", eps: f
         if use_constraints and hasattr(trial, "set_constraint"):  # optuna >= 5: constraint values <= 0 mean feasible (read by TPE and GP)
             trial.set_constraint("defensible", float(floor - score))
         rec.update(number=len(result.trials) + 1, defensible=bool(score >= floor and not rec.get("error")))
-        rec["success"] = is_success(rec, ref, j, goal, float(kappa), floor, metric, target_rank)
+        rec["success"] = is_success(rec, ref, j, goal, kappa, floor, metric, target_rank)
         result.trials.append(rec)
         if rec["success"] and result.trials_to_success is None:
             result.trials_to_success = rec["number"]
             if stop_on_success:
                 trial.study.stop()
-        value = _objective_value(rec, ref, j, goal, metric)
-        return score, value
+        return score, _objective_value(rec, ref, j, goal, metric)
 
-    study.optimize(objective, n_trials=budget, catch=())
+    study.optimize(objective, n_trials=result.budget, catch=())
     defensible = [t for t in result.trials if t["defensible"]]
     if defensible:
         pick = max if (goal == "maximise") ^ (metric == "rank" and goal != "flip") else min
         result.best = pick(defensible, key=lambda t: _objective_value(t, ref, j, goal, metric))
-    return result
 
 
+@dataclass
+class Vulnerability:
+    """How far directed minimisations pushed one feature's SHAP share down within ``eps``.
+
+    ``drop`` is the mean over seeds of ``max(0, 1 - min defensible share / reference share)``, ``drop_max``
+    the largest; per seed: ``drops``, ``min_share``, ``n_defensible`` (excluding the reference) and
+    ``best_trial`` (the configuration reaching the minimum, None when it is the reference).
+    """
+
+    drop: float
+    drop_max: float
+    drops: list[float]
+    min_share: list[float]
+    reference_share: float
+    n_defensible: list[int]
+    best_trial: list[dict[str, Any] | None]
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+@validate_args(**_DATA_RULES, features=[SequenceOf(FEATURE_RULE)], seeds=[SequenceOf(Interval(int, 0, 2**32 - 1))],
+               **_SEARCH_RULES)
 def achievable_drop(X: Any, y: Any, features: Any, *, eps: float = 0.01, budget: int = 30, sampler: str = "tpe",
                     seeds: Any = (0,), search_space: SearchSpace | None = None, metric: str = "shap_share",
                     n_startup_trials: int | None = None, context: SearchContext | None = None,
-                    **context_kwargs: Any) -> dict[str, dict[str, Any]]:
+                    **context_kwargs: Any) -> dict[str, Vulnerability]:
     """Vulnerability of each feature: the SHAP-share drop a *directed* minimisation reaches within ``eps``.
 
     For every feature ``f`` and every seed ``s`` one ``xhack(goal="minimise")`` search with the same
@@ -265,9 +327,7 @@ def achievable_drop(X: Any, y: Any, features: Any, *, eps: float = 0.01, budget:
     Returns
     -------
     dict
-        Per feature name: ``drop`` (mean over seeds), ``drop_max``, ``drops`` (per seed), ``min_share``
-        (per seed), ``reference_share``, ``n_defensible`` (per seed, excluding the reference) and
-        ``best_trial`` (per seed: the configuration reaching the minimum, None when it is the reference).
+        Feature name -> :class:`Vulnerability`.
 
     Examples
     --------
@@ -275,13 +335,14 @@ def achievable_drop(X: Any, y: Any, features: Any, *, eps: float = 0.01, budget:
     >>> X, y, info = make_redundant_classification(300, rhos=(0.0, 0.95), n_independent=0)
     >>> out = achievable_drop(X, y, ["t0", "t1"], budget=6, search_space=tiny_space(),
     ...                       feature_names=[d["name"] for d in info], n_startup_trials=3)  # doctest: +SKIP
-    >>> out["t1"]["drop"] >= 0  # doctest: +SKIP
+    >>> out["t1"].drop >= 0  # doctest: +SKIP
     True
     """
     seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ConfigError("The 'seeds' argument of achievable_drop must name at least one seed. Got [] instead.")
     if context is None:
+        if X is None or y is None:
+            raise InputError("The 'X' and 'y' arguments of achievable_drop are required when no 'context' is "
+                             "given. Got None instead.")
         rs = int(context_kwargs.pop("random_state", 0))
         names = context_kwargs.pop("feature_names", None)
         ref = context_kwargs.pop("reference", None)
@@ -301,7 +362,7 @@ def achievable_drop(X: Any, y: Any, features: Any, *, eps: float = 0.01, budget:
             drops.append(max(0.0, 1.0 - m / e_ref) if e_ref > 0 else 0.0)
             ndef.append(int(sum(t["defensible"] for t in r.trials)))
             bests.append(None if r.best is None or m == e_ref else dict(r.best["config"]))
-        out[context.names[j]] = {"drop": float(np.mean(drops)), "drop_max": float(np.max(drops)), "drops": drops,
-                                 "min_share": mins, "reference_share": e_ref, "n_defensible": ndef,
-                                 "best_trial": bests}
+        out[context.names[j]] = Vulnerability(drop=float(np.mean(drops)), drop_max=float(np.max(drops)),
+                                              drops=drops, min_share=mins, reference_share=e_ref, n_defensible=ndef,
+                                              best_trial=bests)
     return out

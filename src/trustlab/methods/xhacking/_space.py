@@ -7,15 +7,19 @@ same fitted pipeline (every random step is seeded from ``config["seed"]``).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-__all__ = ["SearchSpace", "build_pipeline", "default_space", "tiny_space", "spec_hash", "MODEL_FAMILIES"]
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Interval
+from trustlab.core.exceptions import ConfigError
+from trustlab.core.hashing import content_hash
+
+__all__ = ["SearchSpace", "build_pipeline", "default_space", "audit_space", "tiny_space", "spec_hash",
+           "MODEL_FAMILIES"]
 
 MODEL_FAMILIES = ("lr", "rf", "et", "hgb", "svc", "knn")
 _SCALERS = ("none", "standard", "minmax", "robust")
@@ -42,8 +46,11 @@ class SearchSpace:
     n_estimators : (int, int)
         Range of the forest sizes and boosting iterations.
     feature_switches : bool
-        Add one keep/drop boolean per input feature. **Off by default**: such switches make the attack
-        trivial on redundant data (about half of all random configurations drop any given feature).
+        Add one keep/drop boolean per input feature (the analyst's feature selection). Off in
+        :func:`default_space` (the attack's standard AutoML space, where switches would make the attack
+        trivial on redundant data: about half of all random configurations drop any given feature); on
+        in :func:`audit_space`, the audit's default, because a defence must search at least what an
+        analyst plausibly does.
 
     Examples
     --------
@@ -63,8 +70,6 @@ class SearchSpace:
 
     def validate(self) -> None:
         """Raise ConfigError for unknown choices or bad ranges."""
-        from trustlab.core.exceptions import ConfigError
-
         for name, allowed in (("imputers", ("mean", "median")), ("scalers", _SCALERS),
                               ("selectors", _SELECTORS), ("transforms", _TRANSFORMS), ("models", MODEL_FAMILIES)):
             vals = getattr(self, name)
@@ -123,11 +128,22 @@ class SearchSpace:
         return c
 
 
+@validate_args()
 def default_space() -> SearchSpace:
-    """The standard space of the issue: six model families, no per-feature switches."""
+    """The standard AutoML space of the attack (:func:`xhack`): imputer, scaler, SelectKBest/SelectPercentile
+    by F or mutual information, optional PCA or interaction features, six model families with their
+    hyper-parameters; no per-feature switches."""
     return SearchSpace()
 
 
+@validate_args()
+def audit_space() -> SearchSpace:
+    """The audit's default space: every defensible choice the spec lists, i.e. :func:`default_space` plus
+    one keep/drop switch per input feature."""
+    return SearchSpace(feature_switches=True)
+
+
+@validate_args()
 def tiny_space() -> SearchSpace:
     """A very small space for tests and examples: LR or a small forest, F-score selection."""
     return SearchSpace(imputers=("mean",), scalers=("standard",), selectors=("none", "kbest_f"),
@@ -163,12 +179,23 @@ def _mi_score(seed: int) -> Any:
     return partial(mutual_info_classif, random_state=seed)
 
 
+@validate_args(config=[dict], n_features=[Interval(int, 1, None)], n_classes=[Interval(int, 2, None)])
 def build_pipeline(config: dict[str, Any], n_features: int, n_classes: int = 2) -> Any:
     """The unfitted sklearn ``Pipeline`` of ``config``; its random steps use ``config["seed"]``.
 
     ``svc_gamma`` is a multiplier of sklearn's ``"scale"`` heuristic, so it means the same on scaled and
-    unscaled inputs. The pipeline is fully determined by ``config`` (and the data it is fitted on).
+    unscaled inputs. The pipeline is fully determined by ``config`` (and the data it is fitted on). A
+    configuration without a ``model`` entry, with an unknown family or without that family's
+    hyper-parameters raises ConfigError.
     """
+    try:
+        return _build(config, n_features, n_classes)
+    except KeyError as exc:
+        raise ConfigError(f"The 'config' argument of build_pipeline lacks the entry {exc}. Got keys "
+                          f"{sorted(config)} instead.") from None
+
+
+def _build(config: dict[str, Any], n_features: int, n_classes: int) -> Any:
     from sklearn.decomposition import PCA
     from sklearn.ensemble import ExtraTreesClassifier, HistGradientBoostingClassifier, RandomForestClassifier
     from sklearn.feature_selection import SelectKBest, SelectPercentile, f_classif
@@ -226,7 +253,8 @@ def build_pipeline(config: dict[str, Any], n_features: int, n_classes: int = 2) 
     elif m == "knn":
         model = KNeighborsClassifier(n_neighbors=int(config["knn_k"]), weights=config["knn_weights"])
     else:
-        raise ValueError(f"unknown model family {m!r}")
+        raise ConfigError(f"The 'model' entry of the config passed to build_pipeline must be one of "
+                          f"{MODEL_FAMILIES}. Got {m!r} instead.")
     steps.append(("model", model))
     return Pipeline(steps)
 
@@ -271,6 +299,6 @@ class _ScaledGammaSVC(BaseEstimator):
 
 
 def spec_hash(spec: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of a search specification."""
-    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    """SHA-256 of a search specification (:func:`trustlab.core.hashing.content_hash`: keys sorted, so
+    the same specification read back from the JSON report hashes the same)."""
+    return content_hash(spec)
