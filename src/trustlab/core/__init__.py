@@ -32,6 +32,7 @@ _LAZY = {
     "Predictor": "trustlab.core.roles",
     "Purifier": "trustlab.core.roles",
     "Router": "trustlab.core.roles",
+    "RouteDecision": "trustlab.core.roles",
 }
 
 __all__ = list(_LAZY)
