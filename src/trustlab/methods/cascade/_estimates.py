@@ -85,16 +85,17 @@ def supermodel_values(mu: np.ndarray, W: np.ndarray | None, masks: np.ndarray, p
         return out
     S = W.shape[0]
     step = max(1, _CHUNK_FLOATS // max(1, S * (k + len(masks))))
+    Wt = np.ascontiguousarray(W.T)
     for s in range(0, n, step):
-        X = mu[s : s + step, None, :] + W[None, :, :]
+        X = mu[s : s + step].T[:, :, None] + Wt[:, None, :]  # (k, rows, S): each model's samples contiguous
         run: list[np.ndarray | None] = [None] * len(masks)
         for c in range(len(masks)):
             p = int(parents[c])
             new = np.flatnonzero(bits[c] & ~bits[p]) if p >= 0 else np.flatnonzero(bits[c])
             if p >= 0 and run[p] is not None and len(new) == 1:
-                run[c] = np.maximum(run[p], X[:, :, new[0]])
+                run[c] = np.maximum(run[p], X[new[0]])
             else:
-                run[c] = X[:, :, bits[c]].max(axis=2)
+                run[c] = X[bits[c]].max(axis=0)
             out[s : s + step, c] = run[c].mean(axis=1)
     return out
 
