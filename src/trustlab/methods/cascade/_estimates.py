@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import ArrayLike, validate_args
-from trustlab.core.constraints import Interval, RandomStateRule
+from trustlab.core.constraints import Boolean, Interval, RandomStateRule
 from trustlab.core.exceptions import InputError
 from trustlab.core.seeding import check_random_state
 
@@ -41,18 +41,22 @@ def mask_bits(masks: Any, k: int) -> np.ndarray:
     return ((m[:, None] >> np.arange(k)[None, :]) & 1).astype(bool)
 
 
-@validate_args(n_samples=[Interval(int, 1, None)], dim=[Interval(int, 1, 64)], random_state=[RandomStateRule()])
-def sobol_normal(n_samples: int = 128, dim: int = 1, random_state: Any = None) -> np.ndarray:
+@validate_args(n_samples=[Interval(int, 1, None)], dim=[Interval(int, 1, 64)], random_state=[RandomStateRule()],
+               centre=[Boolean()])
+def sobol_normal(n_samples: int = 128, dim: int = 1, random_state: Any = None, *, centre: bool = False) -> np.ndarray:
     """``(n_samples, dim)`` standard-normal points from a scrambled Sobol sequence (``scipy.stats.qmc``).
 
     A power of two keeps Sobol's balance properties (scipy warns otherwise, so other sizes are drawn as
-    the next power of two and truncated).
+    the next power of two and truncated). ``centre`` subtracts each column's sample mean, so that the Monte
+    Carlo value of a single model is its mean (to rounding), consistent with the exact value of a single
+    model that the supermodel values use.
     """
     from scipy.stats import norm, qmc
 
     m = int(np.ceil(np.log2(max(n_samples, 1))))
     u = qmc.Sobol(d=dim, scramble=True, seed=check_random_state(random_state)).random_base2(m)[:n_samples]
-    return norm.ppf(np.clip(u, 1e-12, 1 - 1e-12))
+    z = norm.ppf(np.clip(u, 1e-12, 1 - 1e-12))
+    return z - z.mean(axis=0) if centre else z
 
 
 def cholesky_factor(cov: np.ndarray) -> np.ndarray:
@@ -74,7 +78,8 @@ def supermodel_values(mu: np.ndarray, W: np.ndarray | None, masks: np.ndarray, p
 
     ``W`` is ``Z L^T`` (S, k) or None (no uncertainty: the max of the means). ``parents[c]`` is the column of
     a mask that equals ``masks[c]`` minus one model (or -1): its running maximum is reused, so each value
-    costs one ``maximum`` over the samples. Masks must come after their parents.
+    costs one ``maximum`` over the samples. Masks must come after their parents. A single model's value is
+    its mean exactly (``E[Q_j] = mu_j``, as the official ``compute_expected_max`` special-cases).
     """
     n, k = mu.shape
     bits = mask_bits(masks, k)
@@ -96,7 +101,8 @@ def supermodel_values(mu: np.ndarray, W: np.ndarray | None, masks: np.ndarray, p
                 run[c] = np.maximum(run[p], X[new[0]])
             else:
                 run[c] = X[bits[c]].max(axis=0)
-            out[s : s + step, c] = run[c].mean(axis=1)
+            single = np.flatnonzero(bits[c])
+            out[s : s + step, c] = mu[s : s + step, single[0]] if len(single) == 1 else run[c].mean(axis=1)
     return out
 
 

@@ -117,7 +117,7 @@ class _Policy(RouterRole):
         self.rank_[np.argsort(self.mean_cost_, kind="stable")] = np.arange(table.n_models)
         self.seed_ = spawn_seed(self._rng)
         k = table.n_models
-        self.samples_ = sobol_normal(self.n_samples, k, self._rng) if self._uses_samples and self.use_uncertainty \
+        self.samples_ = sobol_normal(self.n_samples, k, self._rng, centre=True) if self._uses_samples and self.use_uncertainty \
             else None
         positive = self.mean_cost_[self.mean_cost_ > 0]
         self.max_lambda_ = float(self.max_lambda or (10.0 / positive.min() if positive.size else 1.0))
@@ -274,7 +274,7 @@ class OptimalRouter(_Policy):
         tau = mu - float(lambdas[0]) * chat
         tie = tau == tau.max(axis=1, keepdims=True)
         cmin = np.where(tie, chat, np.inf).min(axis=1, keepdims=True)
-        choice = (tie & (chat == cmin)).argmax(axis=1)
+        choice = np.where(tie & (chat == cmin), self.rank_[None, :], est.k).argmin(axis=1)
         order = np.full((len(rows), est.k), -1, dtype=np.int64)
         order[:, 0] = choice
         return Trajectory(np.left_shift(1, choice).astype(np.int64), order, choice)

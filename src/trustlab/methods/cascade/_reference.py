@@ -33,7 +33,10 @@ def _search(mu: np.ndarray, x: np.ndarray | None, chat: np.ndarray, run: list[in
                 cost = 0.0
                 for j in range(k):
                     cost += chat[j] * (j in members)
-                q = float(x[:, members].max(axis=1).mean()) if x is not None else float(mu[members].max())
+                if len(members) == 1 or x is None:
+                    q = float(mu[members].max())
+                else:
+                    q = float(x[:, members].max(axis=1).mean())
             else:
                 cost, q = 0.0, -1e8
             if added and opts["prune"] and opts["mode"] != "cascade" and len(members) > 1:
