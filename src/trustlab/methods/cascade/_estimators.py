@@ -190,7 +190,7 @@ class _FeatureEstimator(QualityEstimator):
                 if y.min() == y.max():
                     w = np.concatenate([np.zeros(X.shape[1]), [np.inf if y[0] > 0 else -np.inf]])
                 else:
-                    lr = LogisticRegression(C=self.C, max_iter=2000).fit(X, y)
+                    lr = LogisticRegression(C=self.C, solver="newton-cholesky", max_iter=200).fit(X, y)
                     w = np.concatenate([lr.coef_[0], lr.intercept_])
                 self.coef_[(int(mask), t)] = w
                 pm[:, t] = self._predict(X, w)

@@ -37,7 +37,7 @@ from trustlab.methods.cascade._lambda import ConstantSearch, RepetitiveConstantS
 from trustlab.methods.cascade._paper import PAPER
 from trustlab.methods.cascade._table import SelectionTable, synthetic_table
 
-__all__ = ["OptimalRouter", "ThresholdCascade", "OptimalCascade", "CascadeRouter", "BudgetWarning"]
+__all__ = ["OptimalRouter", "ThresholdCascade", "OptimalCascade", "CascadeRouter", "BudgetWarning", "fit_policy"]
 
 
 class BudgetWarning(UserWarning):
@@ -438,6 +438,15 @@ class CascadeRouter(_Policy):
 
     def _trajectory(self, engine: Engine, lambdas: tuple[float | None, ...], rows: np.ndarray) -> Trajectory:
         return engine.run_cr(self.space_, lambdas, rows, prune=self.prune, top_k=self.top_k)
+
+
+def fit_policy(policy: Any, table: SelectionTable, *, estimates: QualityEstimates | None = None) -> Any:
+    """``policy.fit`` with everything a SelectionTable holds (quality, cost, answers, features, ids, names)."""
+    if not isinstance(table, SelectionTable):
+        raise InputError(f"The 'table' argument of fit_policy must be a SelectionTable. Got {type(table).__name__}.")
+    table.require("quality", "cost")
+    return policy.fit(table.quality, table.cost, answers=table.answers, features=table.features,
+                      queries=table.queries, models=table.models, estimates=estimates)
 
 
 def _check_fitted_policy(policy: Any) -> None:

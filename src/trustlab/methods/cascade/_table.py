@@ -210,7 +210,7 @@ class SelectionTable:
     def content_hash(self) -> str:
         """SHA-256 of the table's contents (cache key)."""
         if self._hash is None:
-            ans = None if self.answers is None else [repr(a) for a in self.answers.ravel()]
+            ans = None if self.answers is None else list(self.answers.ravel())
             self._hash = content_hash({"q": self.quality, "c": self.cost, "m": list(self.models),
                                        "queries": [str(q) for q in self.queries], "a": ans, "f": self.features})
         return self._hash
@@ -219,7 +219,7 @@ class SelectionTable:
         """One hash per row (query id, answers, features): marks rows an estimator was fitted on."""
         out = np.empty(self.n_queries, dtype=object)
         for i in range(self.n_queries):
-            ans = None if self.answers is None else [repr(a) for a in self.answers[i]]
+            ans = None if self.answers is None else list(self.answers[i])
             feats = None if self.features is None else self.features[i]
             q = None if self.quality is None else self.quality[i]
             out[i] = content_hash(str(self.queries[i]), ans, feats, q)[:24]
