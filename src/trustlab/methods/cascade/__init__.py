@@ -24,9 +24,12 @@ from trustlab.methods.cascade._paper import PAPER
 
 __all__ = ["PAPER", "SelectionTable", "load_selection_table", "load_routerbench", "save_selection_table",
            "synthetic_table", "QualityEstimates", "expected_max", "sobol_normal", "SyntheticNoiseEstimator",
-           "ClassificationEstimator", "OpenFormEstimator", "OptimalRouter", "ThresholdCascade", "OptimalCascade",
-           "CascadeRouter", "BudgetWarning", "ConstantSearch", "RepetitiveConstantSearch", "TPESearch",
-           "SearchResult"]
+           "ClassificationEstimator", "OpenFormEstimator", "NOISE_LEVELS", "OptimalRouter", "ThresholdCascade",
+           "OptimalCascade", "CascadeRouter", "BudgetWarning", "fit_policy", "ConstantSearch",
+           "RepetitiveConstantSearch", "TPESearch", "SearchResult", "Curve", "BootstrapResult", "hull_models",
+           "budget_grid", "auc", "linear_curve", "evaluate_policy", "bootstrap_auc", "cost_to_reach",
+           "routellm_metrics", "aiq", "classifier_pool", "llm_pool", "verifiable_items", "heuristic_solver",
+           "policy_to_json", "policy_from_json"]
 
 _WHERE = {
     "SelectionTable": "trustlab.methods.cascade._table:SelectionTable",
@@ -49,6 +52,17 @@ _WHERE = {
     "RepetitiveConstantSearch": "trustlab.methods.cascade._lambda:RepetitiveConstantSearch",
     "TPESearch": "trustlab.methods.cascade._lambda:TPESearch",
     "SearchResult": "trustlab.methods.cascade._lambda:SearchResult",
+    "NOISE_LEVELS": "trustlab.methods.cascade._estimators:NOISE_LEVELS",
+    "fit_policy": "trustlab.methods.cascade._policies:fit_policy",
+    "classifier_pool": "trustlab.methods.cascade._pools:classifier_pool",
+    "llm_pool": "trustlab.methods.cascade._llm_pool:llm_pool",
+    "verifiable_items": "trustlab.methods.cascade._llm_pool:verifiable_items",
+    "heuristic_solver": "trustlab.methods.cascade._llm_pool:heuristic_solver",
+    "policy_to_json": "trustlab.methods.cascade._serialize:policy_to_json",
+    "policy_from_json": "trustlab.methods.cascade._serialize:policy_from_json",
+    **{name: f"trustlab.methods.cascade._evaluate:{name}" for name in (
+        "Curve", "BootstrapResult", "hull_models", "budget_grid", "auc", "linear_curve", "evaluate_policy",
+        "bootstrap_auc", "cost_to_reach", "routellm_metrics", "aiq")},
 }
 
 for _name in ("OptimalRouter", "ThresholdCascade", "OptimalCascade", "CascadeRouter"):

@@ -63,7 +63,9 @@ class Space:
         self.rank = np.asarray(rank, dtype=np.int64)
         self.by_rank = np.argsort(self.rank, kind="stable")
         masks = [m for m in range(2**k) if bin(m).count("1") <= depth]
-        key = (lambda m: (bin(m).count("1"), sorted(int(self.rank[j]) for j in range(k) if m >> j & 1)))
+        def key(m: int) -> tuple[int, list[int]]:
+            return bin(m).count("1"), sorted(int(self.rank[j]) for j in range(k) if m >> j & 1)
+
         self.masks = np.array(sorted(masks, key=key), dtype=np.int64)
         self.U = len(self.masks)
         self.col = np.full(2**k, -1, dtype=np.int64)

@@ -205,7 +205,10 @@ class QualityEstimates:
     def subset(self, rows: Any) -> QualityEstimates:
         """The estimates of ``rows`` only (covariances are shared and kept)."""
         idx = np.arange(self.n)[np.asarray(rows)]
-        pick = (lambda a: None if a is None else a[idx])
+
+        def pick(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[idx]
+
         return replace(self, cost=self.cost[idx], ante=pick(self.ante), post=pick(self.post),
                        mean=None if self.mean is None else self.mean[:, idx], quality=pick(self.quality),
                        true_cost=pick(self.true_cost), in_sample=self.in_sample[idx])

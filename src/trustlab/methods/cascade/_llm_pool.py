@@ -70,6 +70,7 @@ def verifiable_items(n: int = 200, random_state: int = 0) -> list[dict[str, Any]
     return out
 
 
+@validate_args(question=[InstanceOf(str)])
 def heuristic_solver(question: str) -> int | None:
     """The cheap pattern matcher: exact comparisons, carry-less digit-wise addition, nothing else."""
     m = re.fullmatch(r"Which is larger, (\d+) or (\d+)\?", question)

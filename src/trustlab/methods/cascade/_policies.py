@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import clone
 
-from trustlab.core.arguments import SequenceOf
+from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options, RandomStateRule
 from trustlab.core.exceptions import InputError, NotFittedError
 from trustlab.core.roles import RouteDecision
@@ -33,7 +33,13 @@ from trustlab.core.validation import check_is_fitted
 from trustlab.methods.cascade._engine import Engine, Space, Trajectory, select_answer, set_costs
 from trustlab.methods.cascade._estimates import QualityEstimates, mask_bits, sobol_normal
 from trustlab.methods.cascade._estimators import QualityEstimator, SyntheticNoiseEstimator, auto_estimator
-from trustlab.methods.cascade._lambda import ConstantSearch, RepetitiveConstantSearch, SearchResult, TPESearch, run_searches
+from trustlab.methods.cascade._lambda import (
+    ConstantSearch,
+    RepetitiveConstantSearch,
+    SearchResult,
+    TPESearch,
+    run_searches,
+)
 from trustlab.methods.cascade._paper import PAPER
 from trustlab.methods.cascade._table import SelectionTable, synthetic_table
 
@@ -440,6 +446,9 @@ class CascadeRouter(_Policy):
         return engine.run_cr(self.space_, lambdas, rows, prune=self.prune, top_k=self.top_k)
 
 
+@validate_args(policy="no_validation", table=[InstanceOf(SelectionTable)], estimates=[None, InstanceOf(QualityEstimates)],
+               _example=lambda: {"policy": OptimalRouter(estimator=SyntheticNoiseEstimator(), allow_in_sample=True),
+                                 "table": synthetic_table(20, 2, random_state=0)})
 def fit_policy(policy: Any, table: SelectionTable, *, estimates: QualityEstimates | None = None) -> Any:
     """``policy.fit`` with everything a SelectionTable holds (quality, cost, answers, features, ids, names)."""
     if not isinstance(table, SelectionTable):

@@ -185,7 +185,10 @@ class SelectionTable:
     def subset(self, rows: Any) -> SelectionTable:
         """The table restricted to ``rows`` (indices or a boolean mask), in that order."""
         idx = np.arange(self.n_queries)[np.asarray(rows)]
-        pick = (lambda a: None if a is None else a[idx])
+
+        def pick(a: Any) -> Any:
+            return None if a is None else a[idx]
+
         return SelectionTable(quality=pick(self.quality), cost=pick(self.cost), models=self.models,
                               queries=self.queries[idx], answers=pick(self.answers), features=pick(self.features),
                               name=self.name)
@@ -193,7 +196,10 @@ class SelectionTable:
     def select_models(self, models: Sequence[str | int]) -> SelectionTable:
         """The table restricted to ``models`` (names or column indices), in that order."""
         cols = [self.models.index(m) if isinstance(m, str) else int(m) for m in models]
-        pick = (lambda a: None if a is None else a[:, cols])
+
+        def pick(a: Any) -> Any:
+            return None if a is None else a[:, cols]
+
         return SelectionTable(quality=pick(self.quality), cost=pick(self.cost),
                               models=[self.models[c] for c in cols], queries=self.queries,
                               answers=pick(self.answers), features=self.features, name=self.name)
