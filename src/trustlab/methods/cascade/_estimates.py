@@ -174,6 +174,9 @@ class QualityEstimates:
     def k(self) -> int:
         return len(self.models)
 
+    def __len__(self) -> int:
+        return self.n
+
     def has_set(self, mask: int) -> bool:
         return self.mean is None or bool(self._index[mask] >= 0)
 

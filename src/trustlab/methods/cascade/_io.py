@@ -1,7 +1,7 @@
 """Reading and writing SelectionTables: our long JSONL/CSV, wide tables and the RouterBench schema.
 
-*Long* format (CSV or JSONL), one row per (query, model): columns ``query``, ``model``, ``quality``, ``cost``,
-optionally ``answer`` (text, a JSON list of class probabilities, or an object with ``answer`` / ``text`` /
+*Long* format (CSV or JSONL), one row per (query, model): columns ``query``, ``model``, ``quality``, ``cost``
+(either may be absent for new queries that are only routed), optionally ``answer`` (text, a JSON list of class probabilities, or an object with ``answer`` / ``text`` /
 ``logprobs``), ``logprobs`` (a JSON list of the answer's token log-probs) and ``feature_<name>`` columns
 (per-query numbers). *Wide* format (the RouterBench schema), one row per query: a quality column named
 after each model ``m`` with ``m|total_cost`` beside it, optionally ``m|model_response``, a ``prompt`` (or
@@ -81,16 +81,16 @@ def _finish(quality: np.ndarray, cost: np.ndarray, answers: np.ndarray | None, o
 
 
 def _long(df: Any, models: Sequence[str] | None, on_missing: str, name: str) -> SelectionTable:
-    need = [c for c in ("query", "model", "quality", "cost") if c not in df.columns]
-    if need:
-        raise InputError(f"A long-format table needs the columns query, model, quality, cost; {need} are missing "
-                         f"(columns: {list(df.columns)}).")
+    need = [c for c in ("query", "model") if c not in df.columns]
+    if need or not ({"quality", "cost", "answer"} & set(df.columns)):
+        raise InputError(f"A long-format table needs the columns query, model and at least one of quality, cost, "
+                         f"answer; {need or ['quality/cost/answer']} are missing (columns: {list(df.columns)}).")
     qs = list(dict.fromkeys(df["query"].tolist()))
     ms = list(dict.fromkeys(df["model"].astype(str).tolist())) if models is None else [str(m) for m in models]
     qi, mi = {q: i for i, q in enumerate(qs)}, {m: j for j, m in enumerate(ms)}
+    has = {c: c in df.columns for c in ("quality", "cost", "answer")}
     quality, cost = np.full((len(qs), len(ms)), np.nan), np.full((len(qs), len(ms)), np.nan)
-    has_answers = "answer" in df.columns
-    answers = np.full((len(qs), len(ms)), None, dtype=object) if has_answers else None
+    answers = np.full((len(qs), len(ms)), None, dtype=object) if has["answer"] else None
     fcols = [c for c in df.columns if str(c).startswith("feature_")]
     feats = np.zeros((len(qs), len(fcols))) if fcols else None
     for row in df.to_dict("records"):
@@ -98,14 +98,20 @@ def _long(df: Any, models: Sequence[str] | None, on_missing: str, name: str) -> 
         if m not in mi:
             continue
         i, j = qi[row["query"]], mi[m]
-        quality[i, j], cost[i, j] = float(row["quality"]), float(row["cost"])
-        if has_answers:
+        if has["quality"]:
+            quality[i, j] = float(row["quality"])
+        if has["cost"]:
+            cost[i, j] = float(row["cost"])
+        if has["answer"]:
             answers[i, j] = _parse_answer(row.get("answer"), row.get("logprobs"))
         if fcols:
             feats[i] = [float(row[c]) for c in fcols]
     unknown = [m for m in ms if m not in set(df["model"].astype(str))]
     if unknown:
         raise InputError(f"Model(s) {unknown} do not occur in the table's 'model' column.")
+    if not has["quality"] or not has["cost"]:  # unlabelled queries to route: nothing to drop or zero
+        return SelectionTable(quality=quality if has["quality"] else None, cost=cost if has["cost"] else None,
+                              answers=answers, models=ms, queries=qs, features=feats, name=name)
     return _finish(quality, cost, answers, on_missing, models=ms, queries=qs, features=feats, name=name)
 
 
@@ -146,7 +152,7 @@ def load_selection_table(path: str | Path, *, models: Sequence[str] | None = Non
     """
     p = Path(path)
     df = _read_frame(p)
-    if "model" in df.columns and "quality" in df.columns:
+    if "model" in df.columns and "query" in df.columns:
         return _long(df, models, on_missing, p.stem)
     return _wide(df, models, on_missing, p.stem, need_responses=False)
 

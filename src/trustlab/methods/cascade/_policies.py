@@ -69,7 +69,8 @@ _CACHE = 4
 def _test_inputs() -> dict[str, Any]:
     t = synthetic_table(60, 3, base_cost=1.0, cost_ratio=2.0, random_state=0)
     q = synthetic_table(20, 3, base_cost=1.0, cost_ratio=2.0, random_state=1)
-    return {"quality": t.quality, "cost": t.cost, "queries": q, "budget": 2.0}
+    return {"quality": t.quality, "cost": t.cost, "queries": SelectionTable(quality=q.quality, cost=q.cost),
+            "budget": 2.0}
 
 
 class _Policy(RouterRole):
@@ -139,7 +140,7 @@ class _Policy(RouterRole):
         self._estimates: list[tuple[Any, QualityEstimates]] = []
 
     def __getstate__(self) -> dict[str, Any]:
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: object.__getstate__ returns the live __dict__
         state.pop("_engines", None)
         state.pop("_estimates", None)
         return state

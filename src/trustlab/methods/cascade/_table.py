@@ -161,6 +161,9 @@ class SelectionTable:
     def n_queries(self) -> int:
         return int(len(self.queries))
 
+    def __len__(self) -> int:
+        return self.n_queries
+
     @property
     def n_models(self) -> int:
         return len(self.models)
