@@ -145,6 +145,14 @@ class _FeatureEstimator(QualityEstimator):
         "C": [Interval("real", 0, None, closed="neither")], "max_run_set": [None, Interval(int, 0, None)],
         "covariance": [Boolean()], "cost": [Options(["table", "mean"])], "query_features": [Boolean()]}
 
+    def __init__(self, *, C: float = 1.0, max_run_set: int | None = None, covariance: bool = True,
+                 cost: str = "table", query_features: bool = True) -> None:
+        self.C = C
+        self.max_run_set = max_run_set
+        self.covariance = covariance
+        self.cost = cost
+        self.query_features = query_features
+
     def _sets(self, k: int) -> np.ndarray:
         d = k if self.max_run_set is None else min(self.max_run_set, k)
         return np.array(sorted({m for m in range(2**k) if bin(m).count("1") <= d} | {2**k - 1}), dtype=np.int64)
@@ -295,12 +303,8 @@ class ClassificationEstimator(_FeatureEstimator):
 
     def __init__(self, *, C: float = 1.0, n_top: int = 2, max_run_set: int | None = None, covariance: bool = True,
                  cost: str = "table", query_features: bool = True) -> None:
-        self.C = C
+        super().__init__(C=C, max_run_set=max_run_set, covariance=covariance, cost=cost, query_features=query_features)
         self.n_top = n_top
-        self.max_run_set = max_run_set
-        self.covariance = covariance
-        self.cost = cost
-        self.query_features = query_features
 
     def _featurize(self, table: SelectionTable) -> dict[str, Any]:
         n, k = table.n_queries, table.n_models
@@ -351,14 +355,6 @@ class OpenFormEstimator(_FeatureEstimator):
 
     Parameters are those of :class:`ClassificationEstimator` without ``n_top``.
     """
-
-    def __init__(self, *, C: float = 1.0, max_run_set: int | None = None, covariance: bool = True,
-                 cost: str = "table", query_features: bool = True) -> None:
-        self.C = C
-        self.max_run_set = max_run_set
-        self.covariance = covariance
-        self.cost = cost
-        self.query_features = query_features
 
     def _featurize(self, table: SelectionTable) -> dict[str, Any]:
         n, k = table.n_queries, table.n_models

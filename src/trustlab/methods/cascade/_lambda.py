@@ -116,7 +116,7 @@ class ConstantSearch:
     max_lambda: float | None = None
 
     def __post_init__(self) -> None:
-        _check("ConstantSearch", n_iter=self.n_iter, max_lambda=self.max_lambda)
+        _check(type(self).__name__, n_iter=self.n_iter, max_lambda=self.max_lambda)
 
     def search(self, execute: Execute, n: int, budget: float, max_lambda: float, init: SearchResult | None,
                seed: int) -> SearchResult:
@@ -125,14 +125,8 @@ class ConstantSearch:
 
 
 @dataclass(frozen=True)
-class RepetitiveConstantSearch:
+class RepetitiveConstantSearch(ConstantSearch):
     """``[lambda] * d + [None] * (n - d)`` for each depth ``d``: stop after ``d`` models."""
-
-    n_iter: int = 30
-    max_lambda: float | None = None
-
-    def __post_init__(self) -> None:
-        _check("RepetitiveConstantSearch", n_iter=self.n_iter, max_lambda=self.max_lambda)
 
     def search(self, execute: Execute, n: int, budget: float, max_lambda: float, init: SearchResult | None,
                seed: int) -> SearchResult:

@@ -78,8 +78,18 @@ class _Policy(RouterRole):
 
     paper = PAPER
     tags: ClassVar[dict[str, Any]] = {"stochastic": True}
+    _constraints: ClassVar[dict[str, list[Any]]] = dict(_COMMON)
     _default_search: ClassVar[tuple[Any, ...]] = (ConstantSearch(n_iter=30),)
     _uses_samples: ClassVar[bool] = False
+
+    def __init__(self, *, estimator: Any = "auto", search: Any = None, max_lambda: float | None = None,
+                 estimator_fraction: float = 0.5, allow_in_sample: bool = False, random_state: Any = None) -> None:
+        self.estimator = estimator
+        self.search = search
+        self.max_lambda = max_lambda
+        self.estimator_fraction = estimator_fraction
+        self.allow_in_sample = allow_in_sample
+        self.random_state = random_state
 
     @classmethod
     def _get_test_params(cls) -> list[dict[str, Any]]:
@@ -263,17 +273,7 @@ class OptimalRouter(_Policy):
     ``estimator_fraction`` (rows that fit the estimator), ``allow_in_sample``, ``random_state``.
     """
 
-    _constraints: ClassVar[dict[str, list[Any]]] = dict(_COMMON)
     _default_search: ClassVar[tuple[Any, ...]] = (ConstantSearch(n_iter=50),)
-
-    def __init__(self, *, estimator: Any = "auto", search: Any = None, max_lambda: float | None = None,
-                 estimator_fraction: float = 0.5, allow_in_sample: bool = False, random_state: Any = None) -> None:
-        self.estimator = estimator
-        self.search = search
-        self.max_lambda = max_lambda
-        self.estimator_fraction = estimator_fraction
-        self.allow_in_sample = allow_in_sample
-        self.random_state = random_state
 
     def _trajectory(self, engine: Engine, lambdas: tuple[float | None, ...], rows: np.ndarray) -> Trajectory:
         est = engine.est
@@ -291,17 +291,6 @@ class ThresholdCascade(_Policy):
     """The threshold cascade baseline: run models in cost order; after model ``j`` stop iff its post-hoc
     estimate ``q_j >= 1 - lambda_j``; answer with the last model run. ``lambda_j`` in [0, 1]
     (``max_lambda=1``); one per step. Quality estimates must lie in [0, 1]."""
-
-    _constraints: ClassVar[dict[str, list[Any]]] = dict(_COMMON)
-
-    def __init__(self, *, estimator: Any = "auto", search: Any = None, max_lambda: float | None = None,
-                 estimator_fraction: float = 0.5, allow_in_sample: bool = False, random_state: Any = None) -> None:
-        self.estimator = estimator
-        self.search = search
-        self.max_lambda = max_lambda
-        self.estimator_fraction = estimator_fraction
-        self.allow_in_sample = allow_in_sample
-        self.random_state = random_state
 
     def _prepare(self) -> None:
         self.max_lambda_ = float(self.max_lambda or 1.0)
@@ -330,14 +319,8 @@ class ThresholdCascade(_Policy):
         return Trajectory(masks, order, answer)
 
 
-class OptimalCascade(_Policy):
-    """The paper's optimal cascade: models in cost order; after ``j`` models, compare the prefixes
-    ``M_{1:j} .. M_{1:depth}`` by ``E[max quality] - lambda_j * cost`` with the current estimates and stop iff
-    the current prefix is best; answer with the best post-hoc estimate among the models run.
-
-    Extra parameters: ``n_samples`` (Sobol points for E[max]), ``use_uncertainty`` (False: E[max] = max of
-    the means, the ablation), ``correlated`` (False: only the variances), ``max_depth`` (None: all models).
-    """
+class _SupermodelPolicy(_Policy):
+    """Policies that value supermodels by E[max] (Sobol samples drawn at fit)."""
 
     _constraints: ClassVar[dict[str, list[Any]]] = {**_COMMON, **_SUPERMODEL}
     _uses_samples: ClassVar[bool] = True
@@ -346,16 +329,23 @@ class OptimalCascade(_Policy):
                  estimator_fraction: float = 0.5, allow_in_sample: bool = False, n_samples: int = 128,
                  use_uncertainty: bool = True, correlated: bool = True, max_depth: int | None = None,
                  random_state: Any = None) -> None:
-        self.estimator = estimator
-        self.search = search
-        self.max_lambda = max_lambda
-        self.estimator_fraction = estimator_fraction
-        self.allow_in_sample = allow_in_sample
+        super().__init__(estimator=estimator, search=search, max_lambda=max_lambda,
+                         estimator_fraction=estimator_fraction, allow_in_sample=allow_in_sample,
+                         random_state=random_state)
         self.n_samples = n_samples
         self.use_uncertainty = use_uncertainty
         self.correlated = correlated
         self.max_depth = max_depth
-        self.random_state = random_state
+
+
+class OptimalCascade(_SupermodelPolicy):
+    """The paper's optimal cascade: models in cost order; after ``j`` models, compare the prefixes
+    ``M_{1:j} .. M_{1:depth}`` by ``E[max quality] - lambda_j * cost`` with the current estimates and stop iff
+    the current prefix is best; answer with the best post-hoc estimate among the models run.
+
+    Extra parameters: ``n_samples`` (Sobol points for E[max]), ``use_uncertainty`` (False: E[max] = max of
+    the means, the ablation), ``correlated`` (False: only the variances), ``max_depth`` (None: all models).
+    """
 
     def _depth(self) -> int:
         return min(self.max_depth or self.n_models_, self.n_models_)
@@ -392,7 +382,7 @@ class OptimalCascade(_Policy):
         return Trajectory(masks, order, select_answer(est, masks, rows))
 
 
-class CascadeRouter(_Policy):
+class CascadeRouter(_SupermodelPolicy):
     """Cascade routing (the paper's method): at each step consider every supermodel that contains the
     models run so far (at most ``max_depth`` models), pick the best ``E[max quality] - lambda_j * cost``, stop
     if it is the current set, else run its cheapest not-yet-run model; answer with the best post-hoc
@@ -407,28 +397,21 @@ class CascadeRouter(_Policy):
     _constraints: ClassVar[dict[str, list[Any]]] = {
         **_COMMON, **_SUPERMODEL, "greedy": [Boolean()], "force_order": [Boolean()],
         "top_k": [None, Interval(int, 1, None)], "prune": [Boolean()], "cascade": [Boolean()]}
-    _uses_samples: ClassVar[bool] = True
 
     def __init__(self, *, estimator: Any = "auto", search: Any = None, max_lambda: float | None = None,
                  estimator_fraction: float = 0.5, allow_in_sample: bool = False, n_samples: int = 128,
                  use_uncertainty: bool = True, correlated: bool = True, max_depth: int | None = None,
                  greedy: bool = False, force_order: bool = False, top_k: int | None = None, prune: bool = True,
                  cascade: bool = False, random_state: Any = None) -> None:
-        self.estimator = estimator
-        self.search = search
-        self.max_lambda = max_lambda
-        self.estimator_fraction = estimator_fraction
-        self.allow_in_sample = allow_in_sample
-        self.n_samples = n_samples
-        self.use_uncertainty = use_uncertainty
-        self.correlated = correlated
-        self.max_depth = max_depth
+        super().__init__(estimator=estimator, search=search, max_lambda=max_lambda,
+                         estimator_fraction=estimator_fraction, allow_in_sample=allow_in_sample,
+                         n_samples=n_samples, use_uncertainty=use_uncertainty, correlated=correlated,
+                         max_depth=max_depth, random_state=random_state)
         self.greedy = greedy
         self.force_order = force_order
         self.top_k = top_k
         self.prune = prune
         self.cascade = cascade
-        self.random_state = random_state
 
     @classmethod
     def _get_test_params(cls) -> list[dict[str, Any]]:
