@@ -461,3 +461,22 @@ def test_quick_experiment_passes_its_expected_claims(tmp_path):
     status = {c.id: c.passed for c in result.claims}
     assert all(status[i] for i in cascade.QUICK_EXPECTED_PASS), status
     assert "b1_quality_vs_budget" in cascade.PLOTS(result)
+
+
+def test_router_role_default_decide_runs_the_routed_model():
+    """The role extension: a Router that only implements _route gets decide() running exactly that model."""
+    from trustlab.core.roles import Router
+
+    class Cheapest(Router):
+        _constraints: dict = {}
+
+        def _fit(self, quality, cost):
+            self.best_ = int(np.argmin(cost.mean(0)))
+
+        def _route(self, queries, budget):
+            return np.full(len(queries), self.best_)
+
+    r = Cheapest().fit(np.ones((4, 3)), np.tile([3.0, 1.0, 2.0], (4, 1)))
+    d = r.decide(np.zeros((2, 3)), 1.0)
+    assert d.answer.tolist() == [1, 1] and d.run.tolist() == [[False, True, False]] * 2
+    assert d.cost(np.tile([3.0, 1.0, 2.0], (2, 1))).tolist() == [1.0, 1.0]

@@ -158,9 +158,13 @@ def _b1_estimates(cfg: Config, k: int, noise: str, seed: int, test_size: float) 
 
 
 def _mismatches(a: Any, b: Any, e_test: Any, budgets: np.ndarray) -> int:
+    from trustlab.methods.cascade import BudgetWarning
+
     bad = 0
     for x in budgets:
-        da, db = a.decide(e_test, float(x)), b.decide(e_test, float(x))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BudgetWarning)
+            da, db = a.decide(e_test, float(x)), b.decide(e_test, float(x))
         bad += int(((da.answer != db.answer) | (da.run != db.run).any(axis=1)).sum())
     return bad
 
