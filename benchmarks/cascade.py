@@ -21,7 +21,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from trustlab.methods.cascade import CascadeRouter, ConstantSearch, SyntheticNoiseEstimator, budget_grid, synthetic_table  # noqa: E402
+from trustlab.methods.cascade import (  # noqa: E402
+    CascadeRouter,
+    ConstantSearch,
+    SyntheticNoiseEstimator,
+    budget_grid,
+    synthetic_table,
+)
 from trustlab.methods.cascade._engine import Engine  # noqa: E402
 from trustlab.methods.cascade._reference import reference_decisions  # noqa: E402
 
