@@ -30,6 +30,8 @@ __all__ = ["Space", "Engine", "Trajectory", "select_answer", "set_costs", "MAX_C
 MAX_COLUMNS = 2048
 #: a policy keeps all its supermodel values in one array when they fit in this many floats
 _DENSE_FLOATS = 30_000_000
+#: queries per chunk when values are computed lazily under the pruning lemma
+_LAZY_ROWS = 512
 _NEG = -np.inf
 
 
@@ -175,10 +177,8 @@ class Engine:
         return supermodel_values(self.est.mean_for(mask, rows), self.W(mask), masks, parents)
 
     def costs(self, space: Space, rows: np.ndarray) -> np.ndarray:
-        """``(len(rows), U)`` summed cost estimates of every column of ``space``."""
+        """``(len(rows), U)`` summed cost estimates of every column of ``space`` (kept for all rows)."""
         key = id(space)
-        if not self.cache:
-            return set_costs(self.est.cost[rows], space.bits)
         if key not in self._costs:
             self._costs[key] = set_costs(self.est.cost, space.bits)
         return self._costs[key][rows]
@@ -204,18 +204,82 @@ class Engine:
                                                        space.cand_parents[s], rows[g], ("cr", id(space), int(s)))
         return V
 
+    def _pruned_values(self, space: Space, rows: np.ndarray, states: np.ndarray, lam: float
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """Like :meth:`_state_values`, but a candidate's value is computed only for the queries for which its
+        parent survived the pruning lemma (NaN elsewhere), as in the per-query search; also returns which
+        candidates survive (the same mask as :meth:`_prune` on the full values)."""
+        V = np.full((len(rows), space.U), np.nan)
+        alive = np.zeros((len(rows), space.U), dtype=bool)
+        chat = self.est.cost[rows]
+        for s in np.unique(states):
+            g = np.flatnonzero(states == s)
+            mask = int(space.masks[s])
+            mu, W = self.est.mean_for(mask, rows[g]), self.W(mask)
+            cols, parents = space.cands[s], space.cand_parents[s]
+            for lo in range(0, len(g), _LAZY_ROWS):
+                sl = np.arange(lo, min(lo + _LAZY_ROWS, len(g)))
+                self._pruned_chunk(space, V, alive, g[sl], mu[sl], W, chat[g[sl]], cols, parents, lam)
+        return V, alive
+
+    def _pruned_chunk(self, space: Space, V: np.ndarray, alive: np.ndarray, out_rows: np.ndarray, mu: np.ndarray,
+                      W: np.ndarray | None, chat: np.ndarray, cols: np.ndarray, parents: np.ndarray, lam: float) -> None:
+        n = len(mu)
+        X = None if W is None else mu.T[:, :, None] + np.ascontiguousarray(W.T)[:, None, :]
+        vals = np.full((n, len(cols)), np.nan)
+        ok = np.zeros((n, len(cols)), dtype=bool)
+        has_child = np.zeros(len(cols), dtype=bool)
+        has_child[parents[parents >= 0]] = True
+        live: dict[int, tuple[np.ndarray | None, np.ndarray | None, int]] = {}  # cand -> (rows or None=all, max, size)
+        size = -1
+        for c, col in enumerate(cols):
+            bits = space.bits[col]
+            if int(space.pop[col]) > size:  # a new level: the level before the parents' is no longer needed
+                size = int(space.pop[col])
+                live = {key: v for key, v in live.items() if v[2] >= size - 1}
+            p = int(parents[c])
+            new, run = -1, None
+            if p < 0:
+                idx = None
+                if X is not None and (size > 1 or has_child[c]):
+                    run = X[bits].max(axis=0)
+            elif p in live:
+                idx, prun, _ = live[p]
+                new = int(np.flatnonzero(bits & ~space.bits[cols[p]])[0])
+                if X is not None:
+                    run = np.maximum(prun, X[new] if idx is None else X[new][idx])
+            else:
+                continue  # the parent was pruned for every query of the chunk
+            sel = slice(None) if idx is None else idx
+            val = mu[sel][:, bits].max(axis=1) if X is None or size == 1 else run.mean(axis=1)
+            vals[sel, c] = val
+            if new >= 0 and size >= 2:
+                keep = val - vals[sel, p] - lam * chat[sel, new] >= 0
+                if not keep.all():
+                    idx = np.flatnonzero(keep) if idx is None else idx[keep]
+                    run = run[keep] if run is not None and has_child[c] else None
+            sel = slice(None) if idx is None else idx
+            ok[sel, c] = True
+            if has_child[c] and (idx is None or idx.size):
+                live[c] = (idx, run, size)
+        V[np.ix_(out_rows, cols)] = vals
+        alive[np.ix_(out_rows, cols)] = ok
+
     def cr_step(self, space: Space, rows: np.ndarray, states: np.ndarray, lam: float, *, prune: bool,
                 top_k: int | None) -> tuple[np.ndarray, np.ndarray]:
         """One decision for ``rows`` whose run-sets are the columns ``states`` (all of the same size):
         returns (stop, next model to run)."""
-        V = self._state_values(space, rows, states)
+        lazy = prune and not self.cache and space.mode != "cascade" and top_k is None
+        if lazy:
+            V, alive = self._pruned_values(space, rows, states, lam)
+        else:
+            V, alive = self._state_values(space, rows, states), space.valid[states]
         C = self.costs(space, rows)
         tau = V - lam * C
-        alive = space.valid[states]
         j = int(space.pop[states[0]])
         if top_k is not None:
             alive = self._beam(space, rows, states, V, tau, alive, lam, j, prune, top_k)
-        elif prune and space.mode != "cascade":
+        elif prune and space.mode != "cascade" and not lazy:
             alive = self._prune(space, rows, states, V, alive, lam, j)
         tau = np.where(alive, tau, _NEG)
         best = tau.max(axis=1, keepdims=True)
