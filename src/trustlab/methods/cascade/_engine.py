@@ -184,12 +184,18 @@ class Engine:
         return self._costs[key][rows]
 
     # -------------------------------------------------------------------------- cascade routing
-    def _state_values(self, space: Space, rows: np.ndarray, states: np.ndarray) -> np.ndarray:
-        """``(len(rows), U)`` supermodel values of every candidate of each row's state (NaN elsewhere)."""
-        key = ("dense", id(space))
+    def _dense_ok(self, space: Space) -> bool:
+        """Whether every state's values for every row fit in one cached array (the tuning rows' case)."""
         n_states = int((space.pop < space.depth).sum())
-        if self.cache and self.est.n * space.U * n_states <= _DENSE_FLOATS:
+        return self.cache and self.est.n * space.U * n_states <= _DENSE_FLOATS
+
+    def _state_values(self, space: Space, rows: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """``(len(rows), U)`` supermodel values of every candidate of each row's state (NaN elsewhere):
+        from the cached array of all (state, row) values when it fits, else computed for these rows."""
+        key = ("dense", id(space))
+        if self._dense_ok(space):
             if key not in self._values:
+                n_states = int((space.pop < space.depth).sum())
                 dense = np.full((n_states, self.est.n, space.U), np.nan)
                 for s in range(n_states):  # states are the first columns (sorted by size)
                     m = int(space.masks[s])
@@ -200,8 +206,9 @@ class Engine:
         V = np.full((len(rows), space.U), np.nan)
         for s in np.unique(states):
             g = np.flatnonzero(states == s)
-            V[np.ix_(g, space.cands[s])] = self.values(int(space.masks[s]), space.masks[space.cands[s]],
-                                                       space.cand_parents[s], rows[g], ("cr", id(space), int(s)))
+            m = int(space.masks[s])
+            V[np.ix_(g, space.cands[s])] = supermodel_values(self.est.mean_for(m, rows[g]), self.W(m),
+                                                             space.masks[space.cands[s]], space.cand_parents[s])
         return V
 
     def _pruned_values(self, space: Space, rows: np.ndarray, states: np.ndarray, lam: float
@@ -269,7 +276,7 @@ class Engine:
                 top_k: int | None) -> tuple[np.ndarray, np.ndarray]:
         """One decision for ``rows`` whose run-sets are the columns ``states`` (all of the same size):
         returns (stop, next model to run)."""
-        lazy = prune and not self.cache and space.mode != "cascade" and top_k is None
+        lazy = prune and space.mode != "cascade" and top_k is None and not self._dense_ok(space)
         if lazy:
             V, alive = self._pruned_values(space, rows, states, lam)
         else:
