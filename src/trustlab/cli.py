@@ -361,6 +361,54 @@ def doctor(
         raise typer.Exit(code=1)
 
 
+# ---------------------------------------------------------------------------------------------- route (cascade)
+@app.command("route")
+def route_cmd(
+    table: Annotated[Path, typer.Argument(help="CSV/JSONL of per-model answers, quality and cost (long format: "
+                                          "query, model, quality, cost, answer)")],
+    policy: Annotated[str, typer.Option(help="cascade-router, optimal-cascade, router or threshold")] = "cascade-router",
+    estimator: Annotated[str, typer.Option(help="auto, classification, open-form or synthetic-low/medium/high")] = "auto",
+    target: Annotated[float | None, typer.Option(help="print the budget that reaches this quality")] = None,
+    test_size: Annotated[float, typer.Option(help="fraction of rows held out for the curve")] = 0.5,
+    max_depth: Annotated[int | None, typer.Option(help="largest number of models run per query")] = None,
+    seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    save: Annotated[Path | None, typer.Option(help="write the fitted policy as JSON")] = None,
+    load: Annotated[Path | None, typer.Option(help="route TABLE with a saved policy JSON instead of fitting")] = None,
+    budget: Annotated[float | None, typer.Option(help="with --load: the budget to route at")] = None,
+) -> None:
+    """Fit a routing / cascading policy on your table and print its quality-cost curve (or route with a saved one)."""
+    from trustlab.methods.cascade._cli import route_saved, route_table
+
+    try:
+        if load is not None:
+            if budget is None:
+                raise typer.BadParameter("--load needs --budget")
+            t, d = route_saved(load, table, budget)
+            runs = d.run.sum(axis=1)
+            console.print(f"routed {len(d.answer)} queries at budget {budget:g}: models run per query "
+                          f"{runs.mean():.2f} on average; tuned budget {d.info['budget']:g}, gamma {d.info['gamma']:.3f}")
+            if t.cost is not None:
+                console.print(f"realised mean cost {d.cost(t.cost).mean():.6g}")
+            if t.quality is not None:
+                console.print(f"realised mean quality {d.quality(t.quality).mean():.4f}")
+            for i in range(min(len(d.answer), 10)):
+                ran = [t.models[j] for j in d.order[i] if j >= 0] if d.order is not None else []
+                console.print(f"  {t.queries[i]!s:<30.30} ran {ran} -> answer from {t.models[d.answer[i]]}")
+            return
+        report = route_table(table, policy=policy, estimator=estimator, test_size=test_size, target=target,
+                             max_depth=max_depth, random_state=seed)
+    except TrustlabError as exc:
+        _fail(exc)
+    for line in report.lines():
+        console.print(line, highlight=False)
+    if save is not None:
+        from trustlab.methods.cascade import policy_to_json
+        from trustlab.results import atomic_write_text
+
+        atomic_write_text(save, policy_to_json(report.policy))
+        console.print(f"policy written to {save}")
+
+
 def main() -> None:
     """Entry point of the ``trustlab`` script."""
     try:

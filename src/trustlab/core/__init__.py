@@ -31,6 +31,7 @@ _LAZY = {
     "Predictor": "trustlab.core.roles",
     "Purifier": "trustlab.core.roles",
     "Router": "trustlab.core.roles",
+    "RouteDecision": "trustlab.core.roles",
 }
 
 __all__ = sorted(_LAZY)

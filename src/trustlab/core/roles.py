@@ -40,6 +40,7 @@ __all__ = [
     "EditInfo",
     "Auditor",
     "Router",
+    "RouteDecision",
     "ROLES",
 ]
 
@@ -453,12 +454,38 @@ class Auditor(Method):
         raise NotImplementedError  # pragma: no cover - abstract
 
 
+@dataclass
+class RouteDecision:
+    """What a router or cascade did for each query: ``answer`` (n,) the model whose answer is returned,
+    ``run`` (n, n_models) which models ran, ``order`` (n, n_models) the run order padded with -1 (None
+    when the policy runs one model), ``info`` anything else (tuned lambdas, mixing probability...)."""
+
+    answer: np.ndarray
+    run: np.ndarray
+    order: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def cost(self, cost: Any) -> np.ndarray:
+        """Realised cost per query: the sum of ``cost[i, j]`` over the models run on query ``i``."""
+        return (np.asarray(cost, dtype=np.float64) * self.run).sum(axis=1)
+
+    def quality(self, quality: Any) -> np.ndarray:
+        """Realised quality per query: ``quality[i, answer[i]]``."""
+        return np.asarray(quality, dtype=np.float64)[np.arange(len(self.answer)), self.answer]
+
+
 class Router(Method):
     """Router role: ``fit(quality, cost)`` on (n_queries, n_models) tables, ``route(queries, budget)``
-    returning the chosen model index per query."""
+    returning the chosen model index per query, and ``decide(queries, budget)`` returning a
+    :class:`RouteDecision` (which models ran, in which order, and whose answer is returned), which
+    cascades need because they may run several models per query.
+
+    Implement ``_route``; a policy that runs several models implements ``_decide`` too (by default
+    ``decide`` runs exactly the routed model).
+    """
 
     _is_role = True
-    _final_verbs = ("fit", "route")
+    _final_verbs = ("fit", "route", "decide")
     tags: ClassVar[dict[str, Any]] = {"role": "router"}
 
     @_public_verb(begin=True)
@@ -475,21 +502,45 @@ class Router(Method):
         self._fit(q, c, **fit_params)
         return self
 
+    def _check_budget(self, budget: Any, verb: str) -> float:
+        if isinstance(budget, bool) or not isinstance(budget, int | float | np.integer | np.floating) or budget < 0:
+            raise InputError(f"The 'budget' argument of {type(self).__name__}.{verb} must be a number >= 0. "
+                             f"Got {budget!r}.")
+        return float(budget)
+
     @_public_verb(begin=False)
     def route(self, queries: Any, budget: float) -> np.ndarray:
         check_is_fitted(self, "n_models_")
-        if isinstance(budget, bool) or not isinstance(budget, int | float | np.integer | np.floating) or budget < 0:
-            raise InputError(f"The 'budget' argument of {type(self).__name__}.route must be a number >= 0. Got {budget!r}.")
-        choice = np.asarray(self._route(queries, float(budget)), dtype=int)
+        choice = np.asarray(self._route(queries, self._check_budget(budget, "route")), dtype=int)
         if choice.size and (choice.min() < 0 or choice.max() >= self.n_models_):
             raise TrustlabError(f"{type(self).__name__}._route returned a model index out of range.")
         return choice
+
+    @_public_verb(begin=False)
+    def decide(self, queries: Any, budget: float) -> RouteDecision:
+        check_is_fitted(self, "n_models_")
+        d = self._decide(queries, self._check_budget(budget, "decide"))
+        answer = np.asarray(d.answer, dtype=int)
+        run = np.asarray(d.run, dtype=bool)
+        if run.ndim != 2 or run.shape != (len(answer), self.n_models_):
+            raise TrustlabError(f"{type(self).__name__}._decide returned 'run' of shape {run.shape}; expected "
+                                f"{(len(answer), self.n_models_)}.")
+        if answer.size and (answer.min() < 0 or answer.max() >= self.n_models_
+                            or not run[np.arange(len(answer)), answer].all()):
+            raise TrustlabError(f"{type(self).__name__}._decide returned an answer from a model that did not run.")
+        return RouteDecision(answer, run, d.order, dict(d.info))
 
     def _fit(self, quality: np.ndarray, cost: np.ndarray, **fit_params: Any) -> None:
         raise NotImplementedError  # pragma: no cover - abstract
 
     def _route(self, queries: Any, budget: float) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover - abstract
+
+    def _decide(self, queries: Any, budget: float) -> RouteDecision:
+        choice = np.asarray(self._route(queries, budget), dtype=int)
+        run = np.zeros((len(choice), self.n_models_), dtype=bool)
+        run[np.arange(len(choice)), choice] = True
+        return RouteDecision(choice, run)
 
 
 ROLES: dict[str, type[Method]] = {
