@@ -150,7 +150,7 @@ def _explain_all(cfg: Config, ctx: RunContext, res: Result, X: np.ndarray, y: np
     from trustlab.explain import explain
 
     keep: dict[str, Any] = {}
-    jobs = dict(CLAIMED, **(REPORTED if cfg.reported else {}))
+    jobs = {**CLAIMED, **(REPORTED if cfg.reported else {})}
     for seed in ctx.progress(cfg.seeds, desc="seeds"):
         m = _models(cfg, seed, X, y)
         res.add(explainer="model", seed=seed, metric="test_accuracy", control="mlp", value=m["acc"]["mlp"])
