@@ -50,8 +50,24 @@ LEAK_WORDS = tuple(sorted(set(CONDITIONS) | {c for c in CONDITIONS.values() if c
                           {"placebo", "random", "baseline", "control", "real", "condition", "sham", "permut", "shuffl"}))
 
 
+def _example() -> dict[str, Any]:
+    from trustlab.explain._controls import explanation_from_values
+
+    return {"explanations": [explanation_from_values(np.eye(2), np.eye(2))],
+            "explanation": explanation_from_values(np.eye(2), np.eye(2)), "conditions": ["real", "placebo"],
+            "out_dir": "unused-out-dir"}
+
+
+_EXPLANATION = Satisfies(lambda e: isinstance(e, Explanation), "an Explanation", ["not-an-explanation", 3.5])
+
+
+@validate_args(_example=_example, explanation=[_EXPLANATION], condition=[Options(list(CONDITIONS))])
 def condition_values(explanation: Explanation, condition: str) -> np.ndarray:
-    """The ``(n, p)`` attributions a condition shows for ``explanation``."""
+    """The ``(n, p)`` attributions a condition shows for ``explanation`` (``"real"``: its own values)."""
+    if CONDITIONS[condition] is not None and (explanation.controls is None or
+                                              CONDITIONS[condition] not in explanation.controls):
+        raise InputError(f"The 'condition' argument of condition_values asks for {condition!r}, but the explanation "
+                         f"has no {CONDITIONS[condition]!r} control. Got {condition!r} instead.")
     ctrl = CONDITIONS[condition]
     if ctrl is None:
         return explanation.values
@@ -213,12 +229,6 @@ def _explanation_list(explanations: Any) -> list[Explanation]:
 def _is_explanations(v: Any) -> bool:
     items = _explanation_list(v) if isinstance(v, Explanation | list | tuple) else None
     return bool(items) and all(isinstance(e, Explanation) for e in items)
-
-
-def _example() -> dict[str, Any]:
-    from trustlab.explain._controls import explanation_from_values
-
-    return {"explanations": [explanation_from_values(np.eye(2), np.eye(2))]}
 
 
 _PROB = Interval(float, 0, 1, closed="neither")
