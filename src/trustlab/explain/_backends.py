@@ -85,6 +85,11 @@ def _select(values: np.ndarray, base: np.ndarray, target: np.ndarray, n_out: int
     return np.asarray(values[rows, :, target], dtype=float), np.asarray(base[rows, target], dtype=float)
 
 
+def _mean_output(adapter: ModelAdapter, bg: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Base values of explainers without their own: the mean of each row's target output over the background."""
+    return np.asarray(adapter.outputs(bg).mean(axis=0)[target], dtype=float)
+
+
 def _tree(adapter: ModelAdapter, X: np.ndarray, bg: np.ndarray, target: np.ndarray, n_out: int) -> RawExplanation:
     import shap
 
@@ -135,8 +140,7 @@ def _gradient(adapter: ModelAdapter, method: str, X: np.ndarray, bg: np.ndarray,
     finally:
         model.train(was_training)
     values = attr.detach().double().cpu().numpy().reshape(len(X), -1)
-    base_values = np.full(len(X), 0.0) + adapter.outputs(bg).mean(axis=0)[target]
-    return RawExplanation(values, base_values, f"captum.attr.{cfg['captum']}", cfg)
+    return RawExplanation(values, _mean_output(adapter, bg, target), f"captum.attr.{cfg['captum']}", cfg)
 
 
 def run_explainer(method: Any, adapter: ModelAdapter, X: np.ndarray, background: np.ndarray, target: np.ndarray,
@@ -155,6 +159,5 @@ def run_explainer(method: Any, adapter: ModelAdapter, X: np.ndarray, background:
     if values.shape != X.shape:
         raise InputError(f"The 'method' argument of {adapter.owner} is a callable that must return an array of shape "
                          f"{X.shape} (one attribution per row and feature). Got shape {values.shape} instead.")
-    base_values = np.full(len(X), 0.0) + adapter.outputs(background).mean(axis=0)[target]
     name = getattr(method, "__qualname__", type(method).__name__)
-    return RawExplanation(values, base_values, f"custom:{name}", {})
+    return RawExplanation(values, _mean_output(adapter, background, target), f"custom:{name}", {})

@@ -30,7 +30,13 @@ from trustlab.core.hashing import content_hash
 from trustlab.core.seeding import check_random_state, derive_seed, isolated_global_rng, spawn_seed
 from trustlab.core.validation import check_array
 from trustlab.explain._backends import EXPLAINERS, resolve_method, run_explainer
-from trustlab.explain._explanation import Controls, Explanation, ProvenanceCard, package_versions
+from trustlab.explain._explanation import (
+    EXPLANATION_RULE,
+    Controls,
+    Explanation,
+    ProvenanceCard,
+    package_versions,
+)
 from trustlab.explain._models import ModelAdapter, model_hash
 from trustlab.explain._randomise import randomised_models, refit_on_permuted_labels
 from trustlab.explain._sanity import THRESHOLDS, RankCorrelation, faithfulness_curves, judge, row_spearman
@@ -51,6 +57,7 @@ def _example_model(Z: Any) -> Any:
 _MODEL = Satisfies(_is_model, "a fitted scikit-learn estimator, a torch module or a callable",
                    ["not-a-model", 3.5, None], valid=_example_model)
 _METHOD = [Options(EXPLAINERS), "callable"]
+_OUTPUT = Options(["auto", "proba", "raw"])
 _TARGET = Satisfies(lambda t: (isinstance(t, str) and t == "predicted") or
                     (isinstance(t, int | np.integer) and not isinstance(t, bool) and t >= 0) or
                     (isinstance(t, list | tuple | np.ndarray) and len(t) > 0 and
@@ -237,7 +244,7 @@ def _prepare(model: Any, X: Any, feature_names: Any, output: str, background: An
 
 
 @validate_args(model=[_MODEL], X=[ArrayLike(ndim=2)], method=_METHOD, controls=["boolean"],
-               feature_names=[None, SequenceOf(str)], output=[Options(["auto", "proba", "raw"])], target=[_TARGET],
+               feature_names=[None, SequenceOf(str)], output=[_OUTPUT], target=[_TARGET],
                n_background=[Interval(int, 1, None)], **_COMMON)
 def explain(model: Any, X: Any, method: str | Callable[..., Any] = "shap", controls: bool = True, *,
             feature_names: Any = None, background: Any = None, X_train: Any = None, y_train: Any = None,
@@ -314,8 +321,8 @@ def _example_explanation() -> dict[str, Any]:
     return {"explanation": explanation_from_values(np.eye(3), np.eye(3)), "model": _example_model}
 
 
-@validate_args(_example=_example_explanation, explanation=[Satisfies(lambda e: isinstance(e, Explanation),
-               "an Explanation", ["not-an-explanation", 3.5])], model=[_MODEL], method=_METHOD, **_COMMON)
+@validate_args(_example=_example_explanation, explanation=[EXPLANATION_RULE], model=[_MODEL], method=_METHOD,
+               **_COMMON)
 def attach_controls(explanation: Explanation, model: Any, *, method: str | Callable[..., Any] = "shap",
                     background: Any = None, X_train: Any = None, y_train: Any = None,
                     refit: Callable[..., Any] | None = None, randomise: Callable[..., Any] | None = None,
@@ -360,7 +367,7 @@ def attach_controls(explanation: Explanation, model: Any, *, method: str | Calla
 
 @validate_args(values=[ArrayLike(ndim=2)], data=[ArrayLike(ndim=2)], model=[None, _MODEL],
                feature_names=[None, SequenceOf(str)], base_values=[None, ArrayLike(ndim=1)], target=[_TARGET],
-               output=[Options(["auto", "proba", "raw"])],
+               output=[_OUTPUT],
                method=[Satisfies(lambda m: isinstance(m, str) and len(m) > 0, "a non-empty str", ["", 3])])
 def explanation_from_values(values: Any, data: Any, *, model: Any = None, feature_names: Any = None,
                             base_values: Any = None, target: Any = "predicted", output: str = "auto",

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.constraints import Satisfies
 from trustlab.core.hashing import content_hash
 
-__all__ = ["Explanation", "Controls", "ProvenanceCard", "package_versions", "CONTROL_NAMES"]
+__all__ = ["Explanation", "Controls", "ProvenanceCard", "package_versions", "CONTROL_NAMES", "EXPLANATION_RULE"]
 
 #: the controls :func:`~trustlab.explain.attach_controls` builds, in report order
 CONTROL_NAMES = ("model_randomisation", "data_randomisation", "placebo_permuted", "placebo_random",
@@ -221,3 +222,8 @@ class Controls(Mapping):
 
     def __len__(self) -> int:
         return len(self.explanations)
+
+
+
+#: the argument rule of every public function that takes an Explanation
+EXPLANATION_RULE = Satisfies(lambda v: isinstance(v, Explanation), "an Explanation", ["not-an-explanation", 3.5])

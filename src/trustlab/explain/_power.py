@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Interval, Options
 
-__all__ = ["PowerResult", "sample_size", "achieved_power"]
+__all__ = ["PowerResult", "sample_size", "achieved_power", "PROBABILITY"]
 
-_PROB = Interval(float, 0, 1, closed="neither")
+#: a probability strictly between 0 and 1 (alpha, power)
+PROBABILITY = Interval(float, 0, 1, closed="neither")
 _POS = Interval(float, 0, None, closed="neither")
 _ALT = Options(["two-sided", "larger"])
 
@@ -63,7 +64,7 @@ def _power(d: float, n1: float, alpha: float, ratio: float, alternative: str) ->
     return float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
 
 
-@validate_args(effect_size=[_POS], n_per_group=[Interval("real", 2, None)], alpha=[_PROB], ratio=[_POS],
+@validate_args(effect_size=[_POS], n_per_group=[Interval("real", 2, None)], alpha=[PROBABILITY], ratio=[_POS],
                alternative=[_ALT])
 def achieved_power(effect_size: float, n_per_group: float, *, alpha: float = 0.05, ratio: float = 1.0,
                    alternative: str = "two-sided") -> float:
@@ -77,7 +78,7 @@ def achieved_power(effect_size: float, n_per_group: float, *, alpha: float = 0.0
     return _power(float(effect_size), float(n_per_group), float(alpha), float(ratio), alternative)
 
 
-@validate_args(effect_size=[_POS], alpha=[_PROB], power=[_PROB], ratio=[_POS], alternative=[_ALT],
+@validate_args(effect_size=[_POS], alpha=[PROBABILITY], power=[PROBABILITY], ratio=[_POS], alternative=[_ALT],
                n_comparisons=[Interval(int, 1, None)])
 def sample_size(effect_size: float, *, alpha: float = 0.05, power: float = 0.8, ratio: float = 1.0,
                 alternative: str = "two-sided", n_comparisons: int = 1) -> PowerResult:

@@ -32,8 +32,8 @@ import numpy as np
 from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import Boolean, Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError
-from trustlab.explain._explanation import Explanation
-from trustlab.explain._power import PowerResult, sample_size
+from trustlab.explain._explanation import EXPLANATION_RULE, Explanation
+from trustlab.explain._power import PROBABILITY, PowerResult, sample_size
 from trustlab.explain._prereg import preregistration
 
 __all__ = ["CONDITIONS", "StudyExport", "StudyKey", "KeyEntry", "BlindingReport", "export_study", "open_key",
@@ -58,10 +58,11 @@ def _example() -> dict[str, Any]:
             "out_dir": "unused-out-dir"}
 
 
-_EXPLANATION = Satisfies(lambda e: isinstance(e, Explanation), "an Explanation", ["not-an-explanation", 3.5])
+#: a folder the user names (never a default)
+_FOLDER = Satisfies(lambda p: isinstance(p, str | os.PathLike) and str(p) != "", "a folder path", [None, 3, ""])
 
 
-@validate_args(_example=_example, explanation=[_EXPLANATION], condition=[Options(list(CONDITIONS))])
+@validate_args(_example=_example, explanation=[EXPLANATION_RULE], condition=[Options(list(CONDITIONS))])
 def condition_values(explanation: Explanation, condition: str) -> np.ndarray:
     """The ``(n, p)`` attributions a condition shows for ``explanation`` (``"real"``: its own values)."""
     if CONDITIONS[condition] is not None and (explanation.controls is None or
@@ -231,20 +232,15 @@ def _is_explanations(v: Any) -> bool:
     return bool(items) and all(isinstance(e, Explanation) for e in items)
 
 
-_PROB = Interval(float, 0, 1, closed="neither")
-
-
 @validate_args(_example=_example,
                explanations=[Satisfies(_is_explanations, "an Explanation or a non-empty list of Explanations",
                                        ["not-an-explanation", [], [1, 2]])],
                conditions=[SequenceOf(Options(list(CONDITIONS)), min_len=2, unique=True)],
-               seed=[Interval(int, 0, 2**32 - 1)], out_dir=[Satisfies(lambda p: isinstance(p, str | os.PathLike)
-                                                                      and str(p) != "", "a folder path",
-                                                                      [None, 3, ""])],
+               seed=[Interval(int, 0, 2**32 - 1)], out_dir=[_FOLDER],
                design=[Options(["between", "within"])], n_participants=[None, Interval(int, 1, None)],
                y_true=[None, SequenceOf(ArrayLike(ndim=1, dtype="any"))], effect_size=[Interval(float, 0, None,
                                                                                               closed="neither")],
-               alpha=[_PROB], power=[_PROB], decimals=[Interval(int, 1, 12)], allow_unverified=[Boolean()],
+               alpha=[PROBABILITY], power=[PROBABILITY], decimals=[Interval(int, 1, 12)], allow_unverified=[Boolean()],
                overwrite=[Boolean()], title=[str])
 def export_study(explanations: Any, conditions: Any = ("real", "placebo", "baseline"), *, seed: int, out_dir: Any,
                  design: str = "between", n_participants: int | None = None, y_true: Any = None,
@@ -318,8 +314,7 @@ def _readme(n_cases: int, n_stimuli: int) -> str:
             "Check the key after unsealing: trustlab.explain.open_key(folder) verifies it against key.sha256.\n")
 
 
-@validate_args(out_dir=[Satisfies(lambda p: isinstance(p, str | os.PathLike) and str(p) != "", "a folder path",
-                                  [None, 3, ""])])
+@validate_args(out_dir=[_FOLDER])
 def open_key(out_dir: Any) -> StudyKey:
     """Open the sealed key of an export, verified against ``key.sha256`` (refused if it was changed)."""
     root = Path(out_dir)
@@ -351,8 +346,7 @@ def _leaks(text: str) -> list[str]:
     return [w for w in LEAK_WORDS if w in low]
 
 
-@validate_args(out_dir=[Satisfies(lambda p: isinstance(p, str | os.PathLike) and str(p) != "", "a folder path",
-                                  [None, 3, ""])])
+@validate_args(out_dir=[_FOLDER])
 def check_blinding(out_dir: Any) -> BlindingReport:
     """Scan what participants see (``stimuli/``, ``assignment.csv``) for anything that names or encodes a condition.
 
