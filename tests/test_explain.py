@@ -119,6 +119,21 @@ def test_seeded_controls_are_reproducible(cancer, rf_exp):
     assert other.provenance.card_hash != rf_exp.provenance.card_hash
 
 
+def test_select_keeps_the_verdict_and_slices_the_controls(rf_exp, tmp_path):
+    sub = rf_exp.select([3, 0])
+    assert sub.shape == (2, 10) and sub.selected == [3, 0] and sub.verdict is rf_exp.verdict
+    assert np.array_equal(sub.values, rf_exp.values[[3, 0]])
+    for name in CONTROL_NAMES:
+        assert np.array_equal(sub.controls[name].values, rf_exp.controls[name].values[[3, 0]])
+    assert sub.select([1]).selected == [0]
+    export_study([sub], seed=1, out_dir=tmp_path / "sub", n_participants=3)
+    key = json.loads((tmp_path / "sub" / "sealed" / "key.json").read_text())
+    assert sorted({d["source_row"] for d in key["stimuli"].values()}) == [0, 3]
+    assert "| 16 |" in (tmp_path / "sub" / "preregistration.md").read_text()  # rows the verdict was computed on
+    with pytest.raises(InputError, match="'rows'"):
+        rf_exp.select([])
+
+
 def test_explain_leaves_global_state_and_the_model_unchanged(cancer):
     import pickle
 
@@ -297,12 +312,27 @@ def test_sealed_key_reidentifies_every_stimulus(rf_exp, tmp_path):
         stim = json.loads(path.read_text())
         k = key.lookup(stim["stimulus"])
         got = np.array([f["attribution"] for f in stim["features"]])
+        assert k.scale == 1.0
         assert np.allclose(got, np.round(condition_values(rf_exp, k.condition)[k.row], 4), atol=1e-12)
         seen.add((k.row, k.condition))
     assert seen == {(i, c) for i in range(16) for c in ("real", "placebo", "baseline")}
     prereg = (tmp_path / "s" / "preregistration.md").read_text()
     assert res.key_sha256 in prereg and "appropriate reliance" in prereg and "Limitations checklist" in prereg
     assert "**78 per group**" in prereg  # d = 0.5, alpha 0.05 / 2 comparisons, power 0.8
+
+
+def test_match_scale_gives_every_condition_the_real_total(rf_exp, tmp_path):
+    _export(rf_exp, tmp_path / "m", match_scale=True)
+    key = open_key(tmp_path / "m")
+    totals: dict[str, list[float]] = {}
+    for path in (tmp_path / "m" / "stimuli").glob("*.json"):
+        stim = json.loads(path.read_text())
+        k = key.lookup(stim["stimulus"])
+        got = np.array([f["attribution"] for f in stim["features"]])
+        assert np.allclose(got, np.round(condition_values(rf_exp, k.condition)[k.row] * k.scale, 4), atol=1e-12)
+        totals.setdefault(stim["case"], []).append(float(np.abs(got).sum()))
+    assert all(max(t) - min(t) < 1e-3 for t in totals.values())
+    assert check_blinding(tmp_path / "m").passed
 
 
 def test_tampered_key_is_refused(rf_exp, tmp_path):

@@ -7,8 +7,8 @@ Controls of an explanation with values ``phi`` (``(n, p)``, one output per row):
 * ``model_randomisation``: the same explainer on the same rows and outputs of a parameter-randomised copy of the
   model (cascading, see :mod:`trustlab.explain._randomise`; every stage kept in ``controls.cascade``);
 * ``data_randomisation``: the same explainer on the model refitted on permuted labels;
-* ``baseline_linear``: the SHAP values of a ridge surrogate fitted to the model's outputs on the reference rows,
-  ``coef_{t_i} * (x_i - mean)``, i.e. "a linear model's coefficients for the same rows";
+* ``baseline_linear``: the SHAP values of a ridge surrogate fitted to the model's outputs on the standardised
+  reference rows, ``coef_{t_i} * (x_i - mean) / sd``, i.e. "a linear model's coefficients for the same rows";
 * ``baseline_global``: the mean absolute real attribution of each feature, the same for every row (a global
   importance ranking shown in place of the local explanation).
 
@@ -141,15 +141,17 @@ def _linear_baseline(adapter: ModelAdapter, real: Explanation, R: np.ndarray) ->
     from sklearn.linear_model import RidgeCV
 
     out = adapter.outputs(R)
-    mean = R.mean(axis=0)
+    mean, scale = R.mean(axis=0), R.std(axis=0)
+    scale[scale == 0] = 1.0
+    Z, Zx = (R - mean) / scale, (real.data - mean) / scale  # standardised, so the ridge penalty treats features alike
     values = np.zeros_like(real.values)
     base = np.zeros(len(values))
     for t in np.unique(real.target):
-        fit = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(R, out[:, t])
+        fit = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(Z, out[:, t])
         rows = real.target == t
-        values[rows] = fit.coef_[None, :] * (real.data[rows] - mean[None, :])
-        base[rows] = float(fit.intercept_ + fit.coef_ @ mean)
-    return _control(real, values, "baseline_linear", base, "sklearn.linear_model.RidgeCV surrogate")
+        values[rows] = fit.coef_[None, :] * Zx[rows]
+        base[rows] = float(fit.intercept_)
+    return _control(real, values, "baseline_linear", base, "sklearn.linear_model.RidgeCV surrogate (standardised)")
 
 
 def _placebos(real: Explanation, keep: np.ndarray, rng: np.random.Generator) -> dict[str, Explanation]:

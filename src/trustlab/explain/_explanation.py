@@ -7,6 +7,7 @@ unchecked explanation is never shown without its label.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import warnings
@@ -97,6 +98,7 @@ class Explanation:
     provenance: ProvenanceCard | None = None
     controls: Controls | None = None
     verdict: Any = None
+    selected: list[int] | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -124,6 +126,28 @@ class Explanation:
         return (f"Explanation(method={self.method!r}, backend={self.backend!r}, n={n}, p={p}, role={self.role!r}, "
                 f"status={self.status}) [{self.label()}]")
 
+    def select(self, rows: Any) -> Explanation:
+        """The explanation of a subset of its rows, with its controls sliced alike and the same verdict and card.
+
+        The verdict (and provenance card) stay those of all the explained rows: check on many rows, show a few
+        (e.g. in a study). ``selected`` records which rows were kept.
+        """
+        from trustlab.core.exceptions import InputError
+
+        idx = np.arange(self.shape[0])[np.asarray(rows, dtype=int)]
+        if idx.size == 0:
+            raise InputError(f"The 'rows' argument of Explanation.select must pick at least one of the {self.shape[0]} "
+                             f"rows. Got {rows!r} instead.")
+        picked = dataclasses.replace(
+            self, values=self.values[idx], base_values=self.base_values[idx], data=self.data[idx],
+            target=self.target[idx], output_value=self.output_value[idx],
+            selected=[int(i) if self.selected is None else self.selected[int(i)] for i in idx], controls=None)
+        if self.controls is not None:
+            picked.controls = Controls({k: v.select(idx) for k, v in self.controls.items()},
+                                       dict(self.controls.unavailable),
+                                       [(s, e.select(idx)) for s, e in self.controls.cascade])
+        return picked
+
     def class_name(self, i: int) -> str:
         t = int(self.target[i])
         return self.output_names[t] if self.output_names and t < len(self.output_names) else str(t)
@@ -144,7 +168,7 @@ class Explanation:
         """Plain data (JSON-ready): status and label first, then values, verdict, controls and provenance."""
         out: dict[str, Any] = {"status": self.status, "label": self.label(), "role": self.role, "method": self.method,
                                "backend": self.backend, "output": self.output, "feature_names": list(self.feature_names),
-                               "shape": list(self.shape)}
+                               "shape": list(self.shape), "selected_rows": self.selected}
         if values:
             out.update(values=self.values.tolist(), base_values=self.base_values.tolist(), data=self.data.tolist(),
                        target=self.target.tolist(), output_value=self.output_value.tolist())

@@ -50,7 +50,8 @@ def _hypotheses(conditions: tuple[str, ...]) -> list[str]:
 
 
 def preregistration(*, title: str, exps: list[Any], conditions: tuple[str, ...], design: str, n_cases: int,
-                    n_participants: int, power: PowerResult, seed: int, key_hash: str, y_true: Any) -> str:
+                    n_participants: int, power: PowerResult, seed: int, key_hash: str, y_true: Any,
+                    match_scale: bool = False) -> str:
     """The Markdown text of ``preregistration.md`` (deterministic: no dates, no paths)."""
     k = len(conditions)
     statuses = [e.status for e in exps]
@@ -73,11 +74,12 @@ def preregistration(*, title: str, exps: list[Any], conditions: tuple[str, ...],
              "- Task: for each case the participant makes the decision the model makes (e.g. predicts the label), "
              "sees the model's output and the explanation, and may revise the decision.", "",
              "## 3. Explanations and their sanity checks", "",
-             "| explanation | method | status | checks | provenance card |", "|---|---|---|---|---|"]
+             "| explanation | method | status | checks | rows checked | provenance card |", "|---|---|---|---|---|---|"]
     for n, e in enumerate(exps):
         checks = "" if e.verdict is None else ", ".join(f"{c.name} {c.status}" for c in e.verdict.checks)
         card = "" if e.provenance is None else f"`{e.provenance.card_hash[:16]}`"
-        lines.append(f"| {n} | {e.method} ({e.backend}) | **{e.status}** | {checks} | {card} |")
+        rows = "" if e.verdict is None else str(e.verdict.n_rows)
+        lines.append(f"| {n} | {e.method} ({e.backend}) | **{e.status}** | {checks} | {rows} | {card} |")
     lines += ["", "## 4. Hypotheses (two-sided tests)", "", *_hypotheses(conditions),
               "- Satisfaction and trust ratings are **secondary** outcomes: no hypothesis is confirmed by them.", "",
               "## 5. Outcomes", "",
@@ -113,6 +115,9 @@ def preregistration(*, title: str, exps: list[Any], conditions: tuple[str, ...],
               "- [ ] Participants represent the intended users (domain experts vs. crowd workers): ____",
               "- [ ] The application context is realistic (stakes, incentives, time pressure): ____",
               "- [ ] Conclusions are not drawn from functional (user-free) evaluation alone.",
+              f"- {_box(match_scale)} Attribution scales are matched across conditions (each shown vector has the "
+              "real one's total |attribution| in its case)" + (" (export: match_scale=True)." if match_scale else
+                                                                 ": not done; conditions may differ in scale."),
               "- [ ] Condition-specific regularities a careful participant could notice are discussed (random "
               "placebo attributions do not add up to output minus base value; the global baseline is the same for "
               "every case).",

@@ -145,6 +145,11 @@ class SanityVerdict:
         return "PASS" if states and all(s == "PASS" for s in states) else "INCOMPLETE"
 
     @property
+    def n_rows(self) -> int:
+        """The number of explained rows the checks were computed on."""
+        return int(len(self.faithfulness["real"].deletion))
+
+    @property
     def passed(self) -> bool:
         return self.status == "PASS"
 
@@ -157,7 +162,7 @@ class SanityVerdict:
         return self.status + (f": {bad}" if bad else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "checks": [asdict(c) for c in self.checks],
+        return {"status": self.status, "n_rows": self.n_rows, "checks": [asdict(c) for c in self.checks],
                 "correlations": {k: asdict(v) for k, v in self.correlations.items()},
                 "cascade": [asdict(c) for c in self.cascade],
                 "faithfulness": {k: {"mean_deletion": v.mean_deletion, "mean_insertion": v.mean_insertion}

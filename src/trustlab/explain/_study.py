@@ -121,6 +121,7 @@ class KeyEntry:
     explanation: int
     row: int
     condition: str
+    scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,13 @@ class BlindingReport:
     @property
     def passed(self) -> bool:
         return not self.problems
+
+
+def _scaled(values: np.ndarray, real: np.ndarray, match_scale: bool) -> tuple[np.ndarray, float]:
+    """``values`` rescaled to the real row's total |attribution| when ``match_scale`` (and both are non-zero)."""
+    a, b = float(np.abs(values).sum()), float(np.abs(real).sum())
+    factor = b / a if match_scale and a > 0 and b > 0 else 1.0
+    return values * factor, factor
 
 
 def _stimulus(e: Explanation, i: int, values: np.ndarray, sid: str, cid: str, decimals: int) -> dict[str, Any]:
@@ -240,12 +248,13 @@ def _is_explanations(v: Any) -> bool:
                design=[Options(["between", "within"])], n_participants=[None, Interval(int, 1, None)],
                y_true=[None, SequenceOf(ArrayLike(ndim=1, dtype="any"))], effect_size=[Interval(float, 0, None,
                                                                                               closed="neither")],
-               alpha=[PROBABILITY], power=[PROBABILITY], decimals=[Interval(int, 1, 12)], allow_unverified=[Boolean()],
+               alpha=[PROBABILITY], power=[PROBABILITY], decimals=[Interval(int, 1, 12)], match_scale=[Boolean()],
+               allow_unverified=[Boolean()],
                overwrite=[Boolean()], title=[str])
 def export_study(explanations: Any, conditions: Any = ("real", "placebo", "baseline"), *, seed: int, out_dir: Any,
                  design: str = "between", n_participants: int | None = None, y_true: Any = None,
                  effect_size: float = 0.5, alpha: float = 0.05, power: float = 0.8, decimals: int = 4,
-                 allow_unverified: bool = False, overwrite: bool = False,
+                 match_scale: bool = False, allow_unverified: bool = False, overwrite: bool = False,
                  title: str = "Explanation user study") -> StudyExport:
     """Write a blinded, pre-registered stimulus set of ``explanations`` under ``conditions`` to ``out_dir``.
 
@@ -256,8 +265,9 @@ def export_study(explanations: Any, conditions: Any = ("real", "placebo", "basel
     ``"within"``: every case once, conditions rotated across cases. ``n_participants`` defaults to the power
     analysis (``effect_size``, ``alpha`` Bonferroni-corrected over the comparisons, ``power``) times the number of
     conditions. ``y_true`` (one label array per explanation) records in the key whether the model was right on
-    each case, for the appropriate-reliance outcomes. Explanations that did not PASS their sanity checks are
-    refused unless ``allow_unverified=True``.
+    each case, for the appropriate-reliance outcomes. ``match_scale=True`` rescales every shown attribution vector
+    to the real one's total |attribution| in that case (the factor is in the key), so conditions do not differ in
+    scale. Explanations that did not PASS their sanity checks are refused unless ``allow_unverified=True``.
 
     Examples
     --------
@@ -282,12 +292,15 @@ def export_study(explanations: Any, conditions: Any = ("real", "placebo", "basel
         for c in conds:
             sid = sids[len(sid_of)]
             sid_of[(cid, c)] = sid
-            files[f"stimuli/{sid}.json"] = _dumps(_stimulus(exps[k], i, condition_values(exps[k], c)[i], sid, cid,
-                                                            decimals))
+            shown, factor = _scaled(condition_values(exps[k], c)[i], exps[k].values[i], match_scale)
+            files[f"stimuli/{sid}.json"] = _dumps(_stimulus(exps[k], i, shown, sid, cid, decimals))
             correct = None if y_true is None else bool(str(np.asarray(y_true[k])[i]) == exps[k].class_name(i))
-            key[sid] = {"case": cid, "explanation": k, "row": i, "condition": c, "model_correct": correct}
+            source = i if exps[k].selected is None else exps[k].selected[i]
+            key[sid] = {"case": cid, "explanation": k, "row": i, "source_row": source, "condition": c,
+                        "scale": factor, "model_correct": correct}
     files["assignment.csv"] = _assignment(rng, design, cases, conds, sid_of, n_part)
-    key_bytes = _dumps({"seed": seed, "conditions": list(conds), "design": design, "stimuli": key,
+    key_bytes = _dumps({"seed": seed, "conditions": list(conds), "design": design, "match_scale": match_scale,
+                        "stimuli": key,
                         "explanations": [{"status": e.status, "label": e.label(), "card_hash":
                                           None if e.provenance is None else e.provenance.card_hash} for e in exps]})
     key_hash = _sha(key_bytes)
@@ -295,7 +308,7 @@ def export_study(explanations: Any, conditions: Any = ("real", "placebo", "basel
     files["key.sha256"] = f"{key_hash}  sealed/key.json\n".encode()
     files["preregistration.md"] = preregistration(title=title, exps=exps, conditions=conds, design=design,
                                                   n_cases=len(pairs), n_participants=n_part, power=pw, seed=seed,
-                                                  key_hash=key_hash, y_true=y_true).encode()
+                                                  key_hash=key_hash, y_true=y_true, match_scale=match_scale).encode()
     files["README.txt"] = _readme(len(pairs), len(sid_of)).encode()
     manifest = {"files": {rel: _sha(data) for rel, data in sorted(files.items())}, "seed": seed,
                 "n_stimuli": len(sid_of), "n_cases": len(pairs)}
@@ -328,7 +341,7 @@ def open_key(out_dir: Any) -> StudyKey:
         raise InputError(f"The 'out_dir' argument of open_key holds a key whose SHA-256 does not match key.sha256 "
                          f"(the key was changed after sealing). Got {str(root)!r} instead.")
     raw = json.loads(data)
-    entries = {sid: KeyEntry(sid, d["case"], int(d["explanation"]), int(d["row"]), d["condition"])
+    entries = {sid: KeyEntry(sid, d["case"], int(d["explanation"]), int(d["row"]), d["condition"], float(d["scale"]))
                for sid, d in raw["stimuli"].items()}
     return StudyKey(entries=entries, conditions=tuple(raw["conditions"]), seed=int(raw["seed"]), sha256=committed)
 
