@@ -18,6 +18,7 @@ can attribute anything to them), so they are not told apart by attributions to b
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -167,9 +168,9 @@ def _placebos(real: Explanation, keep: np.ndarray, rng: np.random.Generator) -> 
 
 def _explain_model(method: Any, adapter: ModelAdapter, model: Any, real: Explanation, bg: np.ndarray, seed: int,
                    max_evals: int | None, role: str) -> Explanation:
-    raw = run_explainer(method, adapter.with_model(model), real.data, bg, real.target, seed=seed,
-                        n_outputs=int(real.target.max()) + 1 if adapter.kind == "callable" else
-                        adapter.outputs(bg[:1]).shape[1], max_evals=max_evals)
+    control = adapter.with_model(model)
+    raw = run_explainer(method, control, real.data, bg, real.target, seed=seed,
+                        n_outputs=control.outputs(bg[:1]).shape[1], max_evals=max_evals)
     return _control(real, raw.values, role, raw.base_values, raw.backend)
 
 
@@ -185,9 +186,9 @@ def _attach(real: Explanation, adapter: ModelAdapter, method: Any, bg: np.ndarra
             seeds: dict[str, int]) -> Explanation:
     keep = np.ptp(np.vstack([bg, real.data]), axis=0) > 0
     if keep.sum() < 2:
-        raise InputError(f"The 'X' argument has {int(keep.sum())} feature(s) that vary on the background and the "
-                         "explained rows: rank correlations between an explanation and its controls are undefined "
-                         "for fewer than 2 features. Explain more features, or pass controls=False.")
+        raise InputError(f"The explained rows have {int(keep.sum())} feature(s) that vary on them and the background: "
+                         "rank correlations between an explanation and its controls are undefined for fewer than 2 "
+                         "features. Explain more features, or pass controls=False.")
     rngs = {k: np.random.default_rng(seeds[k]) for k in _SEED_PARTS}
     ctrl: dict[str, Explanation] = dict(_placebos(real, keep, rngs["placebo"]))
     reasons: dict[str, str] = {}
@@ -324,9 +325,9 @@ def _example_explanation() -> dict[str, Any]:
 
 
 @validate_args(_example=_example_explanation, explanation=[EXPLANATION_RULE], model=[_MODEL], method=_METHOD,
-               **_COMMON)
+               n_background=[Interval(int, 1, None)], **_COMMON)
 def attach_controls(explanation: Explanation, model: Any, *, method: str | Callable[..., Any] = "shap",
-                    background: Any = None, X_train: Any = None, y_train: Any = None,
+                    background: Any = None, X_train: Any = None, y_train: Any = None, n_background: int = 50,
                     refit: Callable[..., Any] | None = None, randomise: Callable[..., Any] | None = None,
                     train_config: Any = None, cascade: bool = True, max_evals: int | None = None,
                     random_state: Any = 0) -> Explanation:
@@ -334,9 +335,11 @@ def attach_controls(explanation: Explanation, model: Any, *, method: str | Calla
 
     ``method`` re-explains the control models (randomised, refitted) exactly as the real explanation was made:
     for an external explanation pass the same explainer as a callable ``method(inp: ExplainerInput) -> (n, p)``.
+    ``background`` defaults to ``n_background`` rows of ``X_train`` (or of the explained rows).
     ``randomise(model, rng) -> [(stage, model), ...]`` and ``refit(X, y) -> model`` override the built-in
     model randomisation and label-permuted refit; ``train_config`` (a :class:`trustlab.models.TrainConfig`)
-    trains a refitted torch module; ``cascade=False`` explains only the fully randomised model.
+    trains a refitted torch module; ``cascade=False`` explains only the fully randomised model. The provenance
+    card records the seeds of the controls (an explanation without a card gets one).
 
     Examples
     --------
@@ -352,17 +355,21 @@ def attach_controls(explanation: Explanation, model: Any, *, method: str | Calla
     """
     seed = _seed_of(random_state)
     with isolated_global_rng(seed):
-        owner = "attach_controls"
         adapter, _, _, bg, Xtr, seeds, source = _prepare(model, explanation.data, explanation.feature_names,
-                                                         explanation.output if explanation.output != "callable"
-                                                         else "raw", background, X_train, y_train,
-                                                         len(explanation.data), seed, owner)
+                                                         explanation.output, background, X_train, y_train,
+                                                         n_background, seed, "attach_controls")
         resolve_method(method, adapter)
-        if explanation.provenance is None or explanation.provenance.seeds.get("random_state") != seed:
+        card = explanation.provenance
+        if card is None:
             cfg = {"method": method if isinstance(method, str) else "custom", "output": adapter.output,
                    "n_background": len(bg), "background_source": source, "external_values": True}
             explanation.provenance = _card(adapter, explanation.data, explanation.feature_names, bg, Xtr, y_train,
                                            seeds, cfg)
+        elif card.seeds != seeds or card.background_hash != content_hash(bg):
+            train = None if Xtr is None else content_hash(Xtr, np.asarray(y_train))
+            explanation.provenance = dataclasses.replace(
+                card, seeds=seeds, train_data_hash=train,
+                explainer={**card.explainer, "controls_background_hash": content_hash(bg)})
         return _attach(explanation, adapter, method, bg, Xtr, y_train, refit=refit, randomise=randomise,
                        train_config=train_config, max_evals=max_evals, cascade=cascade, seeds=seeds)
 
