@@ -18,6 +18,7 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "fl": ["torch", "flwr", "opacus"],
     "ts": ["torch", "aeon"],
     "xai": ["shap", "optuna"],
+    "xai-torch": ["shap", "torch", "captum"],
     "trees": ["gosdt", "treefarms", "licketysplit"],
     "valuation": ["cleanlab"],
 }
