@@ -10,9 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import InstanceOf
 from trustlab.results.result import Result
 
-__all__ = ["bar_plot", "line_plot", "claims_plot", "new_figure"]
+__all__ = ["bar_plot", "line_plot", "claims_plot", "new_figure", "front_plot"]
 
 
 def new_figure(width: float = 6.0, height: float = 3.6) -> tuple[Any, Any]:
@@ -74,6 +76,48 @@ def line_plot(result: Result, x: str, y: str = "value", hue: str | None = None, 
     ax.set_title(title or f"{result.experiment}: {y} vs {x}", fontsize=9)
     if hue and hue in df:
         ax.legend(fontsize=7)
+    return fig
+
+
+@validate_args(lambda: {"result": Result("x", "quick", {}), "x": "a", "y": "b"}, result=[InstanceOf(Result)],
+               x=[InstanceOf(str)], y=[InstanceOf(str)], hue=[InstanceOf(str)], facet=[InstanceOf(str)],
+               logx=["boolean"])
+def front_plot(result: Result, x: str, y: str, *, hue: str = "method", facet: str = "dataset",
+               where: dict[str, Any] | None = None, title: str | None = None, xlabel: str | None = None,
+               ylabel: str | None = None, logx: bool = True) -> Any:
+    """One panel per ``facet`` value: the mean of metric ``y`` against the mean of metric ``x`` per ``hue``
+    (records in long form: a ``metric`` column names what ``value`` holds), with error bars of one sd
+    over the remaining columns (e.g. seeds). Used for complexity-accuracy fronts."""
+    from matplotlib.figure import Figure
+
+    df = _frame(result, where)
+    if df.empty or "metric" not in df:
+        fig, ax = new_figure()
+        ax.text(0.5, 0.5, "no data", ha="center", va="center")
+        return fig
+    facets = list(dict.fromkeys(df[facet])) if facet in df else [None]
+    fig = Figure(figsize=(3.3 * len(facets), 3.4), dpi=110, layout="constrained")
+    axes = fig.subplots(1, len(facets), squeeze=False)[0]
+    for ax, f in zip(axes, facets):
+        sub = df if f is None else df[df[facet] == f]
+        for h in dict.fromkeys(sub[hue]):
+            rows = sub[sub[hue] == h]
+            xs, ys = rows[rows["metric"] == x]["value"], rows[rows["metric"] == y]["value"]
+            if xs.empty or ys.empty:
+                continue
+            ax.errorbar(float(xs.mean()), float(ys.mean()), xerr=float(np.nan_to_num(xs.std())),
+                        yerr=float(np.nan_to_num(ys.std())), fmt="o", ms=5, capsize=2, label=str(h))
+        if logx and ax.has_data():
+            ax.set_xscale("log")
+        ax.set_title(str(f) if f is not None else "", fontsize=9)
+        ax.set_xlabel(xlabel or x, fontsize=8)
+        ax.set_ylabel(ylabel or y, fontsize=8)
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
     return fig
 
 
