@@ -250,7 +250,11 @@ def _rounded(expr: Any, decimals: int) -> Any:
     return sp.expand(expr.xreplace(reps))
 
 
-@validate_args(model=_EXPR, truth=_EXPR, decimals=[Interval(int, 0, 12)])
+def _two_expressions(a: str, b: str) -> Any:
+    return lambda: {a: _sympy().Symbol("x0") + 1, b: _sympy().Symbol("x0")}
+
+
+@validate_args(_two_expressions("model", "truth"), model=_EXPR, truth=_EXPR, decimals=[Interval(int, 0, 12)])
 def is_equivalent(model: Any, truth: Any, *, decimals: int = 1) -> bool:
     """Whether ``model`` equals ``truth`` once every constant of ``model`` is rounded to ``decimals``
     decimals (sympy: the simplified difference is 0)."""
@@ -258,7 +262,7 @@ def is_equivalent(model: Any, truth: Any, *, decimals: int = 1) -> bool:
     return bool(sp.simplify(_rounded(model, decimals) - sp.expand(truth)) == 0)
 
 
-@validate_args(feature=_EXPR, term=_EXPR, decimals=[Interval(int, 0, 12)],
+@validate_args(_two_expressions("feature", "term"), feature=_EXPR, term=_EXPR, decimals=[Interval(int, 0, 12)],
                rel=[Interval("real", 0, 1, closed="right")])
 def term_recovered(feature: Any, term: Any, *, decimals: int = 1, rel: float = 0.05) -> bool:
     """Whether ``feature`` is ``a * term + b``: its non-constant terms whose coefficient is at least ``rel``
