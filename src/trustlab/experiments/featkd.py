@@ -224,10 +224,16 @@ def run(cfg: Config, ctx: RunContext) -> Result:
     res = Result(experiment="featkd", mode="", config=cfg.to_dict())
     jobs = [(d, s) for d in cfg.synthetic for s in cfg.seeds] + [(d, s) for d in cfg.real for s in cfg.real_seeds]
     runs: dict[str, Any] = {}
+    from trustlab.core.exceptions import TrustlabError
+
     for ds, seed in ctx.progress(jobs, desc="featkd: data sets x seeds", total=len(jobs)):
-        runs[f"{ds}/{seed}"] = _one(res, ds, seed, cfg)
+        try:
+            runs[f"{ds}/{seed}"] = _one(res, ds, seed, cfg)
+        except TrustlabError as exc:  # e.g. no formula passed the fidelity filter: recorded, never hidden
+            runs[f"{ds}/{seed}"] = {"error": str(exc)}
+            ctx.note(f"{ds} seed {seed}: FEAT-KD failed: {exc}")
     res.summary["runs"] = runs
-    if cfg.check_determinism and cfg.synthetic:
+    if cfg.check_determinism and cfg.synthetic and "hash" in runs.get(f"{cfg.synthetic[0]}/{cfg.seeds[0]}", {}):
         ds, seed = cfg.synthetic[0], cfg.seeds[0]
         X, y, _, _ = load_data(ds, seed, cfg)
         tr, te = split(len(X), seed, cfg.test_fraction)
@@ -237,7 +243,10 @@ def run(cfg: Config, ctx: RunContext) -> Result:
                                       "seed": seed, "n_features": again.complexity_.n_features}
     multi = []
     for seed in cfg.multi_seeds:
-        multi.append(_multi(res, seed, cfg))
+        try:
+            multi.append(_multi(res, seed, cfg))
+        except TrustlabError as exc:
+            ctx.note(f"multi-target seed {seed}: FEAT-KD failed: {exc}")
     res.summary["multi"] = multi
     res.summary["means"] = _means(res)
     return res

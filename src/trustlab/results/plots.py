@@ -96,6 +96,11 @@ def front_plot(result: Result, x: str, y: str, *, hue: str = "method", facet: st
         ax.text(0.5, 0.5, "no data", ha="center", va="center")
         return fig
     facets = list(dict.fromkeys(df[facet])) if facet in df else [None]
+    facets = [f for f in facets if {x, y} <= set(df[df[facet] == f]["metric"] if f is not None else df["metric"])]
+    if not facets:
+        fig, ax = new_figure()
+        ax.text(0.5, 0.5, "no data", ha="center", va="center")
+        return fig
     fig = Figure(figsize=(3.3 * len(facets), 3.4), dpi=110, layout="constrained")
     axes = fig.subplots(1, len(facets), squeeze=False)[0]
     for ax, f in zip(axes, facets):
