@@ -270,6 +270,20 @@ def test_registered_as_a_regressor():
     assert FEATKDRegressor.get_tags()["role"] == "regressor"
 
 
+def test_front_plot_draws_one_panel_per_dataset_with_data():
+    from trustlab.results.plots import front_plot
+    from trustlab.results.result import Result
+
+    res = Result("featkd", "quick", {})
+    for ds in ("a", "b"):
+        for seed in (0, 1):
+            res.add(method="m", dataset=ds, seed=seed, metric="size", value=10.0 + seed)
+            res.add(method="m", dataset=ds, seed=seed, metric="r2", value=0.5)
+    res.add(method="m", dataset="c", seed=0, metric="r2", value=0.5)  # no size: no panel
+    fig = front_plot(res, "size", "r2")
+    assert [ax.get_title() for ax in fig.axes] == ["a", "b"]
+
+
 # ------------------------------------------------------------------------------ experiment
 @pytest.mark.reproduce
 def test_quick_experiment_expected_claims(tmp_path):
