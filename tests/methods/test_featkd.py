@@ -184,6 +184,17 @@ def test_predict_without_torch_or_sympy(task, tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "P.npy"), m.predict(task.X[120:]))
 
 
+def test_teacher_checkpoint_round_trip_under_weights_only_default(fitted, task, tmp_path):
+    """pytorch-tabnet's own save/load (zip + torch.load) still works under torch >= 2.6."""
+    from pytorch_tabnet.tab_model import TabNetRegressor
+
+    path = fitted.teacher_.save_model(str(tmp_path / "teacher"))
+    loaded = TabNetRegressor()
+    loaded.load_model(path)
+    Xs = ((task.X[120:] - fitted.x_mean_) / fitted.x_scale_).astype(np.float32)
+    np.testing.assert_allclose(loaded.predict(Xs), fitted.teacher_.predict(Xs), rtol=1e-6)
+
+
 def test_teacher_baseline_is_the_teacher(fitted, task):
     tb = teacher_baseline(fitted)
     Xs = ((task.X[120:] - fitted.x_mean_) / fitted.x_scale_).astype(np.float32)
