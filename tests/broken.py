@@ -10,7 +10,7 @@ from trustlab.core.constraints import Interval
 from trustlab.core.roles import AttackResult
 from trustlab.core.validation import check_array
 
-from toys import ToyAggregator, ToyAttack, ToyModelEdit, ToyPredictor, ToyPurifier
+from toys import ToyAggregator, ToyAttack, ToyModelEdit, ToyPredictor, ToyPurifier, ToyRegressor
 
 
 class ValidatesInInit(ToyPredictor):
@@ -91,6 +91,23 @@ class Unpicklable(ToyPredictor):
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
         super()._fit(X, y)
         self.scorer_ = lambda z: z  # lambdas cannot be pickled
+
+
+class NonFiniteRegressor(ToyRegressor):
+    """Lets an overflow through: predictions of +inf where the first feature is large."""
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        out = super()._predict(X)
+        with np.errstate(over="ignore"):
+            return out * np.where(X[:, :1] > 1.0, np.exp(1e4), 1.0).reshape((-1,) + (1,) * (out.ndim - 1))
+
+
+class FirstTargetOnlyRegressor(ToyRegressor):
+    """Fits every target but predicts only the first one for a 2-d y."""
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        out = super()._predict(X)
+        return out[:, 0] if out.ndim == 2 else out
 
 
 class OrderDependentAggregator(ToyAggregator):
@@ -175,6 +192,8 @@ BROKEN = {
     WrongErrorType: "check_invalid_params_raise",
     MissingConstraint: "check_constraints_cover_params",
     UnnormalisedProba: "check_role_invariants",
+    NonFiniteRegressor: "check_role_invariants",
+    FirstTargetOnlyRegressor: "check_role_invariants",
     Unpicklable: "check_pickle_roundtrip",
     OrderDependentAggregator: "check_role_invariants",
     OrderDependentShrinker: "check_role_invariants",

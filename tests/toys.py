@@ -17,6 +17,7 @@ from trustlab.core.roles import (
     ModelEdit,
     Predictor,
     Purifier,
+    Regressor,
     Router,
 )
 
@@ -53,6 +54,24 @@ class ToyPredictor(Predictor):
         d -= d.max(1, keepdims=True)
         p = np.exp(d)
         return p / p.sum(1, keepdims=True)
+
+
+class ToyRegressor(Regressor):
+    """Ridge regression in closed form (one column of coefficients per target)."""
+
+    paper = TOY_PAPER
+    _constraints: ClassVar[dict[str, list[Any]]] = {"alpha": [Interval(float, 0, None)]}
+
+    def __init__(self, *, alpha: float = 1.0):
+        self.alpha = alpha
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        self.x_mean_, self.y_mean_ = X.mean(0), y.mean(0)
+        Xc = X - self.x_mean_
+        self.coef_ = np.linalg.solve(Xc.T @ Xc + self.alpha * np.eye(X.shape[1]), Xc.T @ (y - self.y_mean_))
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        return (X - self.x_mean_) @ self.coef_ + self.y_mean_
 
 
 class ToyDetector(Detector):
@@ -179,4 +198,4 @@ class ToyRouter(Router):
         return np.full(len(queries), best)
 
 
-GOOD_TOYS = [ToyPredictor, ToyDetector, ToyPurifier, ToyAggregator, ToyAttack, ToyModelEdit, ToyAuditor, ToyRouter]
+GOOD_TOYS = [ToyPredictor, ToyRegressor, ToyDetector, ToyPurifier, ToyAggregator, ToyAttack, ToyModelEdit, ToyAuditor, ToyRouter]

@@ -30,6 +30,7 @@ _LAZY = {
     "ModelEdit": "trustlab.core.roles",
     "Predictor": "trustlab.core.roles",
     "Purifier": "trustlab.core.roles",
+    "Regressor": "trustlab.core.roles",
     "Router": "trustlab.core.roles",
     "RouteDecision": "trustlab.core.roles",
 }

@@ -21,10 +21,11 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "xai-torch": ["shap", "torch", "captum"],
     "trees": ["gosdt", "treefarms", "licketysplit"],
     "valuation": ["cleanlab"],
+    "symbolic": ["torch", "pytorch_tabnet", "gplearn", "sympy", "statsmodels"],
 }
 #: import name -> pip requirement, where it differs from the import name
 _DISTRIBUTIONS = {"torch": "torch==2.13.0", "sentence_transformers": "sentence-transformers",
-                  "flwr": "flwr[simulation]"}
+                  "flwr": "flwr[simulation]", "pytorch_tabnet": "pytorch-tabnet"}
 
 
 def extra_of(module: str) -> str | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import ClassifierMixin
+from sklearn.base import ClassifierMixin, RegressorMixin
 
 from trustlab.core.base import Method
 from trustlab.core.exceptions import InputError, TrustlabError, UnsupportedModelError
@@ -30,6 +30,7 @@ from trustlab.core.validation import (
 
 __all__ = [
     "Predictor",
+    "Regressor",
     "Detector",
     "Purifier",
     "Attack",
@@ -141,6 +142,46 @@ class Predictor(_TabularInputs, ClassifierMixin, Method):
         raise NotImplementedError
 
     def _predict_proba(self, X: Any) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Regressor(_TabularInputs, RegressorMixin, Method):
+    """Regressor role: ``fit(X, y)``, ``predict(X)``; ``score`` is R² (scikit-learn's RegressorMixin).
+
+    ``y`` is numeric and finite, 1-d (one target) or 2-d (one column per target). Implement ``_fit(X, y)``
+    (``y`` as given: 1-d or 2-d) and ``_predict(X)``; predictions come back with the shape of ``y``:
+    ``(n,)`` for a 1-d ``y``, ``(n, n_outputs_)`` for a 2-d one.
+    """
+
+    _is_role = True
+    _final_verbs = ("fit", "predict")
+    tags: ClassVar[dict[str, Any]] = {"role": "regressor"}
+
+    @_public_verb(begin=True)
+    def fit(self, X: Any, y: Any, **fit_params: Any) -> Regressor:
+        owner = type(self).__name__
+        X = self._validate_X(X, reset=True)
+        y = check_array(y, name="y", owner=owner, ndim=(1, 2))
+        check_consistent_length(owner, X=X, y=y)
+        self._y_ndim = y.ndim
+        self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
+        self._fit(X, y.astype(np.float64, copy=False), **fit_params)
+        return self
+
+    @_public_verb(begin=False)
+    def predict(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "n_outputs_")
+        X = self._validate_X(X, reset=False)
+        out = np.asarray(self._predict(X), dtype=np.float64)
+        want = (len(X),) if self._y_ndim == 1 else (len(X), self.n_outputs_)
+        if out.shape != want:
+            raise TrustlabError(f"{type(self).__name__}._predict returned shape {out.shape}; expected {want}.")
+        return out
+
+    def _fit(self, X: Any, y: np.ndarray, **fit_params: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _predict(self, X: Any) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -545,6 +586,7 @@ class Router(Method):
 
 ROLES: dict[str, type[Method]] = {
     "predictor": Predictor,
+    "regressor": Regressor,
     "detector": Detector,
     "purifier": Purifier,
     "attack": Attack,

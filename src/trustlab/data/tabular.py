@@ -23,7 +23,10 @@ TABULAR_SETS = {
     "iris": "load_iris",
     "diabetes": "load_diabetes",
     "linnerud": "load_linnerud",
+    "fair": "statsmodels.datasets.fair",
 }
+#: sets shipped by statsmodels (extra ``symbolic``) rather than scikit-learn: name -> target column
+_STATSMODELS_TARGETS = {"fair": "affairs"}
 
 
 _PATH = [InstanceOf(str, os.PathLike)]
@@ -35,7 +38,9 @@ def load_tabular(name: str) -> Dataset:
 
     Parameters
     ----------
-    name : {"breast_cancer", "wine", "iris", "diabetes", "linnerud"}
+    name : {"breast_cancer", "wine", "iris", "diabetes", "linnerud", "fair"}
+        ``fair`` (Fair's 1978 affairs survey, 6,366 rows, target ``affairs``) is shipped by statsmodels
+        (``pip install 'trustlab[symbolic]'``).
 
     Examples
     --------
@@ -48,6 +53,8 @@ def load_tabular(name: str) -> Dataset:
             f"Unknown tabular data set '{name}'.{did_you_mean(name, TABULAR_SETS)} "
             f"Available: {', '.join(TABULAR_SETS)}."
         )
+    if name in _STATSMODELS_TARGETS:
+        return _load_statsmodels(name)
     import sklearn
     import sklearn.datasets as skd
 
@@ -62,6 +69,25 @@ def load_tabular(name: str) -> Dataset:
         target_names=target_names,
         description=(bunch.DESCR or "").split("\n\n")[0].strip(),
         provenance={"source": f"sklearn.datasets.{TABULAR_SETS[name]}", "sklearn": sklearn.__version__},
+    )
+
+
+def _load_statsmodels(name: str) -> Dataset:
+    import importlib
+
+    from trustlab.core.optional import require
+
+    sm = require("statsmodels", purpose=f"the '{name}' data set")
+    df = importlib.import_module(TABULAR_SETS[name]).load_pandas().data
+    target = _STATSMODELS_TARGETS[name]
+    return Dataset(
+        X=df.drop(columns=[target]).to_numpy(dtype=np.float64),
+        y=df[target].to_numpy(dtype=np.float64),
+        name=name,
+        feature_names=[str(c) for c in df.columns if c != target],
+        target_names=[target],
+        description=f"statsmodels.datasets.{name} (target '{target}')",
+        provenance={"source": TABULAR_SETS[name], "statsmodels": sm.__version__},
     )
 
 

@@ -17,7 +17,7 @@ from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import InstanceOf, Interval
 from trustlab.results.result import Result
 
-__all__ = ["bar_plot", "line_plot", "claims_plot", "new_figure"]
+__all__ = ["bar_plot", "line_plot", "claims_plot", "new_figure", "front_plot"]
 
 
 _RESULT = [InstanceOf(Result)]
@@ -102,6 +102,56 @@ _OP = r"(<=|>=|<|>|==|=|\u2264|\u2265)"
 _BAND = re.compile(rf"^\s*({_NUM})\s*(?:\+-|\+/-|\u00b1)\s*({_NUM})")
 _THRESHOLD = re.compile(rf"^\s*{_OP}?\s*({_NUM})(.*)$", re.S)
 _LEADING = re.compile(rf"^\s*({_NUM})(?![\w.])")
+@validate_args(lambda: {"result": Result("x", "quick", {}), "x": "a", "y": "b"}, result=[InstanceOf(Result)],
+               x=[InstanceOf(str)], y=[InstanceOf(str)], hue=[InstanceOf(str)], facet=[InstanceOf(str)],
+               logx=["boolean"])
+def front_plot(result: Result, x: str, y: str, *, hue: str = "method", facet: str = "dataset",
+               where: dict[str, Any] | None = None, title: str | None = None, xlabel: str | None = None,
+               ylabel: str | None = None, logx: bool = True) -> Any:
+    """One panel per ``facet`` value: the mean of metric ``y`` against the mean of metric ``x`` per ``hue``
+    (records in long form: a ``metric`` column names what ``value`` holds), with error bars of one sd
+    over the remaining columns (e.g. seeds). Used for complexity-accuracy fronts."""
+    from matplotlib.figure import Figure
+
+    df = _frame(result, where)
+    if df.empty or "metric" not in df:
+        fig, ax = new_figure()
+        ax.text(0.5, 0.5, "no data", ha="center", va="center")
+        return fig
+    facets = list(dict.fromkeys(df[facet])) if facet in df else [None]
+    facets = [f for f in facets if {x, y} <= set(df[df[facet] == f]["metric"] if f is not None else df["metric"])]
+    if not facets:
+        fig, ax = new_figure()
+        ax.text(0.5, 0.5, "no data", ha="center", va="center")
+        return fig
+    fig = Figure(figsize=(3.3 * len(facets), 3.4), dpi=110, layout="constrained")
+    axes = fig.subplots(1, len(facets), squeeze=False)[0]
+    for ax, f in zip(axes, facets):
+        sub = df if f is None else df[df[facet] == f]
+        for h in dict.fromkeys(sub[hue]):
+            rows = sub[sub[hue] == h]
+            xs, ys = rows[rows["metric"] == x]["value"], rows[rows["metric"] == y]["value"]
+            if xs.empty or ys.empty:
+                continue
+            ax.errorbar(float(xs.mean()), float(ys.mean()), xerr=float(np.nan_to_num(xs.std())),
+                        yerr=float(np.nan_to_num(ys.std())), fmt="o", ms=5, capsize=2, label=str(h))
+        if logx and ax.has_data():
+            ax.set_xscale("log")
+        ax.set_title(str(f) if f is not None else "", fontsize=9)
+        ax.set_xlabel(xlabel or x, fontsize=8)
+        ax.set_ylabel(ylabel or y, fontsize=8)
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def _short(value: Any, width: int = 38) -> str:
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 
 def _number(v: Any) -> float | None:

@@ -35,6 +35,9 @@ def default_inputs(est: Any) -> dict[str, Any]:
         X = rng.normal(size=(40, 4))
         y = (X[:, 0] + 0.3 * rng.normal(size=40) > 0).astype(int)
         return {"X": X, "y": y}
+    if role == "regressor":
+        X = rng.normal(size=(40, 4))
+        return {"X": X, "y": X[:, 0] - 0.5 * X[:, 1] ** 2 + 0.1 * rng.normal(size=40)}
     if role == "purifier":
         return {"X": rng.random((6, 8, 8))}
     if role == "aggregator":
@@ -52,7 +55,7 @@ def default_inputs(est: Any) -> dict[str, Any]:
 
 def fit_for_checks(est: Any, inputs: dict[str, Any]) -> Any:
     role = role_of(est)
-    if role in ("predictor",):
+    if role in ("predictor", "regressor"):
         return est.fit(inputs["X"], inputs["y"])
     if role == "detector":
         return est.fit(inputs["X"], inputs.get("y"))
@@ -72,6 +75,9 @@ def run_verbs(est: Any, inputs: dict[str, Any]) -> dict[str, Any]:
     if role == "predictor":
         est.fit(inputs["X"], inputs["y"])
         return {"predict_proba": est.predict_proba(inputs["X"]), "predict": est.predict(inputs["X"])}
+    if role == "regressor":
+        est.fit(inputs["X"], inputs["y"])
+        return {"predict": est.predict(inputs["X"])}
     if role == "detector":
         est.fit(inputs["X"], inputs.get("y"))
         return {"score_samples": est.score_samples(inputs["X"]), "predict": est.predict(inputs["X"])}
@@ -109,7 +115,7 @@ def bad_inputs(est: Any, inputs: dict[str, Any]) -> list[tuple[str, dict[str, An
     """(label, inputs) pairs that must raise InputError, for roles with array inputs."""
     role = role_of(est)
     out: list[tuple[str, dict[str, Any]]] = []
-    if role in ("predictor", "detector") and isinstance(inputs.get("X"), np.ndarray):
+    if role in ("predictor", "regressor", "detector") and isinstance(inputs.get("X"), np.ndarray):
         X, y = inputs["X"], inputs.get("y")
         nan = X.astype(float).copy()
         nan[0, 0] = np.nan
@@ -122,6 +128,10 @@ def bad_inputs(est: Any, inputs: dict[str, Any]) -> list[tuple[str, dict[str, An
                 (f"{X.ndim + 1}-d X", {**inputs, "X": X[..., None]})]
         if y is not None:
             out.append(("mismatched lengths", {**inputs, "y": y[:-1]}))
+        if role == "regressor" and y is not None:
+            y_nan = np.asarray(y, dtype=float).copy()
+            y_nan.flat[0] = np.nan
+            out.append(("NaN in y", {**inputs, "y": y_nan}))
     elif role == "purifier" and isinstance(inputs.get("X"), np.ndarray):
         X = inputs["X"]
         nan = X.astype(float).copy()

@@ -141,6 +141,10 @@ def check_invalid_params_raise(est: Any) -> None:
             raise AssertionError(f"{cls.__name__} accepted the invalid value {bad!r} for '{name}'.")
 
 
+#: the verb that predicts from a fitted estimator's X, per role with tabular inputs
+_PREDICT_VERB = {"predictor": "predict_proba", "regressor": "predict", "detector": "score_samples"}
+
+
 def check_bad_inputs_raise(est: Any) -> None:
     """Empty, NaN/inf, wrong ndim and mismatched-length inputs raise InputError."""
     good = default_inputs(est)
@@ -153,17 +157,16 @@ def check_bad_inputs_raise(est: Any) -> None:
             raise AssertionError(f"{type(est).__name__} raised {type(exc).__name__} ({exc}) for {label}, "
                                  "not InputError.") from exc
         raise AssertionError(f"{type(est).__name__} accepted bad input silently: {label}.")
-    if role_of(est) in ("predictor", "detector") and isinstance(good.get("X"), np.ndarray):
+    if role_of(est) in _PREDICT_VERB and isinstance(good.get("X"), np.ndarray):
         fitted = fit_for_checks(clone(est), good)
+        verb = getattr(fitted, _PREDICT_VERB[role_of(est)])
         if type(est).get_tags().get("allow_nan", False):  # NaN is data here (e.g. a train-mean fill)
             X = good["X"].astype(float).copy()
             X[0, 0] = np.nan
-            out = fitted.predict_proba(X) if role_of(est) == "predictor" else fitted.score_samples(X)
-            assert np.isfinite(out).all(), f"{type(est).__name__} allows NaN but gave non-finite outputs."
+            assert np.isfinite(verb(X)).all(), f"{type(est).__name__} allows NaN but gave non-finite outputs."
             return
         X = good["X"].astype(float).copy()
         X[0, 0] = np.nan
-        verb = fitted.predict_proba if role_of(est) == "predictor" else fitted.score_samples
         try:
             verb(X)
         except InputError:
@@ -175,7 +178,7 @@ def check_bad_inputs_raise(est: Any) -> None:
 def check_not_fitted(est: Any) -> None:
     """Predicting before ``fit`` raises NotFittedError."""
     role = role_of(est)
-    verbs = {"predictor": "predict_proba", "detector": "score_samples", "router": "route"}
+    verbs = {**_PREDICT_VERB, "router": "route"}
     if role not in verbs:
         return
     inputs = default_inputs(est)
@@ -222,6 +225,8 @@ def check_pickle_roundtrip(est: Any) -> None:
     role = role_of(est)
     if role == "predictor":
         assert_outputs_equal(e.predict_proba(inputs["X"]), e2.predict_proba(inputs["X"]), "proba after pickle")
+    elif role == "regressor":
+        assert_outputs_equal(e.predict(inputs["X"]), e2.predict(inputs["X"]), "predictions after pickle")
     elif role == "detector":
         assert_outputs_equal(e.score_samples(inputs["X"]), e2.score_samples(inputs["X"]), "scores after pickle")
     elif role == "router":

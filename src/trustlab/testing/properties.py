@@ -28,6 +28,22 @@ def _predictor(est: Any, inputs: dict[str, Any]) -> None:
     assert set(np.unique(pred)) <= set(e.classes_.tolist()), "predict returned labels not in classes_"
 
 
+def _regressor(est: Any, inputs: dict[str, Any]) -> None:
+    from sklearn.metrics import r2_score
+
+    X, y = inputs["X"], np.asarray(inputs["y"], dtype=float)
+    e = clone(est).fit(X, y)
+    pred = e.predict(X)
+    assert pred.shape == y.shape, f"predict returned shape {pred.shape} for a y of shape {y.shape}"
+    assert np.isfinite(pred).all(), "predict returned non-finite values"
+    assert np.isclose(e.score(X, y), r2_score(y, pred)), "score is not the R² of predict"
+    y2 = y.reshape(len(y), -1)
+    Y = np.column_stack([y2[:, 0], -2.0 * y2[:, 0] + 1.0])  # two targets: the shape must follow y
+    P = clone(est).fit(X, Y).predict(X)
+    assert P.shape == Y.shape, f"predict returned shape {P.shape} for a 2-d y of shape {Y.shape}"
+    assert np.isfinite(P).all(), "predict returned non-finite values for a 2-d y"
+
+
 def _detector(est: Any, inputs: dict[str, Any]) -> None:
     e = clone(est).fit(inputs["X"], inputs.get("y"))
     s, p = e.score_samples(inputs["X"]), e.predict(inputs["X"])
@@ -139,6 +155,7 @@ def _router(est: Any, inputs: dict[str, Any]) -> None:
 
 ROLE_PROPERTIES: dict[str, Callable[[Any, dict[str, Any]], None]] = {
     "predictor": _predictor,
+    "regressor": _regressor,
     "detector": _detector,
     "purifier": _purifier,
     "aggregator": _aggregator,
