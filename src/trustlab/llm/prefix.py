@@ -140,17 +140,52 @@ class PrefixCache:
         with torch.no_grad():
             for s in range(0, len(seqs), batch_size):
                 sl = slice(s, s + batch_size)
+                # run each chunk only over its own real columns (exact: pads are masked and carry no
+                # information); the stored states are zero at the columns a chunk does not use
+                cols = torch.nonzero(self.attention_mask[sl].any(0))[:, 0]
+                lo, hi = int(cols[0]), int(cols[-1]) + 1
                 with trace(model, [site], stop_after="auto") as tr:
                     dev = model_device(inner)
                     tr.run(
-                        self.input_ids[sl].to(dev),
-                        attention_mask=self.attention_mask[sl].to(dev),
-                        position_ids=self.position_ids[sl].to(dev),
+                        self.input_ids[sl, lo:hi].to(dev),
+                        attention_mask=self.attention_mask[sl, lo:hi].to(dev),
+                        position_ids=self.position_ids[sl, lo:hi].to(dev),
                         use_cache=False,
                         logits_to_keep=1,
                     )
-                parts.append(tr[site])
+                h = tr[site]
+                if hi - lo != self.input_ids.shape[1]:
+                    full = h.new_zeros((h.shape[0], self.input_ids.shape[1], h.shape[2]))
+                    full[:, lo:hi] = h
+                    h = full
+                parts.append(h)
         self.hidden = torch.cat(parts, dim=0)
+
+    @classmethod
+    def from_states(cls, model: Any, k_top: int, hidden: Any, input_ids: Any, attention_mask: Any) -> PrefixCache:
+        """A cache built from stored ``hidden_states[L - k_top]`` (e.g. read back from disk), no bottom pass.
+
+        The caller is responsible for the states belonging to ``model``'s bottom blocks and these tokens
+        (``trustlab.llm.PolicyForward`` checks a fingerprint before using stored states).
+        """
+        n_layers = dims(unwrap(model)).n_layers
+        if isinstance(k_top, bool) or not isinstance(k_top, int | np.integer) or not 1 <= k_top <= n_layers:
+            raise ConfigError(
+                f"The 'k_top' argument of PrefixCache.from_states must be an int in [1, {n_layers}]. "
+                f"Got {k_top!r} instead."
+            )
+        ids, mask = torch.as_tensor(input_ids).long(), torch.as_tensor(attention_mask).long()
+        if ids.ndim != 2 or mask.shape != ids.shape or tuple(hidden.shape[:2]) != tuple(ids.shape):
+            raise InputError(
+                "PrefixCache.from_states needs input_ids and attention_mask of one [N, T] shape and hidden "
+                f"[N, T, d]. Got {tuple(ids.shape)}, {tuple(mask.shape)} and {tuple(hidden.shape)}."
+            )
+        self = cls.__new__(cls)
+        self.model, self.k_top, self.start = model, int(k_top), n_layers - int(k_top)
+        self.input_ids, self.attention_mask = ids, mask
+        self.position_ids = position_ids_from_mask(mask)
+        self.hidden = hidden
+        return self
 
     def __len__(self) -> int:
         return int(self.hidden.shape[0])

@@ -423,8 +423,16 @@ def generate(
     chat: bool = True,
     system: str | None = None,
     batch_size: int = 8,
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    top_k: int | None = None,
+    random_state: Any = None,
 ) -> list[str]:
-    """Greedy continuations of ``prompts`` (through the chat template by default), batched.
+    """Greedy (default) or sampled continuations of ``prompts`` (through the chat template by default), batched.
+
+    With ``do_sample=True`` tokens are drawn at ``temperature`` (nucleus ``top_p``, optional ``top_k``);
+    the draws are seeded from ``random_state`` and leave the global RNG states unchanged.
 
     Example
     -------
@@ -450,10 +458,23 @@ def generate(
         raise InputError(
             f"A prompt plus max_new_tokens={max_new_tokens} exceeds the model's context of {n_ctx}."
         )
+    if do_sample and (not isinstance(temperature, int | float) or isinstance(temperature, bool) or temperature <= 0
+                      or not isinstance(top_p, int | float) or not 0 < top_p <= 1):
+        raise ConfigError(
+            f"Sampling in generate needs temperature > 0 and top_p in (0, 1]. Got {temperature!r} and {top_p!r}."
+        )
+    from trustlab.core.seeding import check_random_state, isolated_global_rng, spawn_seed
+
+    seed = spawn_seed(check_random_state(random_state, owner="generate")) if do_sample else None
+    sampling = (
+        {"do_sample": True, "temperature": float(temperature), "top_p": float(top_p), "top_k": top_k or 0}
+        if do_sample
+        else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+    )
     pad = _pad_id(unwrap(model), tok)
     eos = tok.eos_token_id
     results: list[str] = []
-    with torch.no_grad():
+    with torch.no_grad(), isolated_global_rng(seed):
         for s in range(0, len(seqs), batch_size):
             ids, mask = pad_batch(seqs[s : s + batch_size], pad, "left")
             ids, mask = ids.to(model_device(model)), mask.to(model_device(model))
@@ -461,12 +482,9 @@ def generate(
                 input_ids=ids,
                 attention_mask=mask,
                 max_new_tokens=max_new_tokens,
-                do_sample=False,
-                temperature=None,
-                top_p=None,
-                top_k=None,
                 pad_token_id=pad,
                 eos_token_id=eos,
+                **sampling,
             )
             results += tok.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
     return results

@@ -1,0 +1,300 @@
+"""The policy's forward on a tokenised set: through the full model, or by top-K prefix replay.
+
+:class:`PolicyForward` computes final hidden states and response log-probs for rows of a
+:class:`~trustlab.llm.SequenceSet`. With ``replay=K`` (or ``"auto"``, which picks the smallest K that
+holds every trainable parameter) the residual stream entering block ``L - K`` is computed once for the
+whole set (:class:`~trustlab.llm.PrefixCache`) and every later forward and backward runs only the top K
+blocks, the final norm, and the LM head at the scored positions. This equals the full forward (and its
+gradients with respect to parameters in the top K blocks) to float precision.
+
+The replay cache is fingerprinted by the tokens, the adapter-free weights of the embedding and the
+bottom blocks, and K; :meth:`PolicyForward.check_fresh` refuses a cache whose bottom weights changed
+(e.g. after merging an adapter), and ``cache_dir`` keeps the states on disk as safetensors.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Interval, Options, Satisfies
+from trustlab.core.exceptions import ConfigError, InputError
+from trustlab.core.hashing import content_hash
+from trustlab.core.optional import require
+from trustlab.llm._tokenize_pairs import SequenceSet
+from trustlab.llm.adapters import _LAYER, _plain_name, weights_fingerprint
+from trustlab.llm.prefix import PrefixCache, replay_blocks
+from trustlab.llm.scoring import gather_logprobs
+from trustlab.llm.sites import arch_spec, base_model, dims, model_device, unwrap
+
+torch = require("torch", purpose="trustlab.llm PolicyForward")
+
+__all__ = ["PolicyForward", "SequenceLogprobs", "replay_depth"]
+
+_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class SequenceLogprobs:
+    """Per-sequence sum of response-token log-probs and the number of response tokens (torch tensors)."""
+
+    sum: Any
+    n_tokens: Any
+
+    @property
+    def mean(self) -> Any:
+        return self.sum / self.n_tokens.clamp(min=1)
+
+
+def _bottom_prefixes(model: Any, start: int) -> list[str]:
+    spec = arch_spec(unwrap(model))
+    return [spec.embed] + [f"{spec.layers}.{i}" for i in range(start)]
+
+
+def _offending(model: Any, start: int) -> list[str]:
+    """Parameters below block ``start`` (embedding included) that are trainable or adapter weights."""
+    spec = arch_spec(unwrap(model))
+    bad = []
+    for name, p in unwrap(model).named_parameters():
+        plain = _plain_name(name)
+        m = _LAYER.search(plain)
+        below = (m is not None and int(m.group(1)) < start) or plain.startswith(spec.embed + ".")
+        if below and (p.requires_grad or plain != name or ".lora_" in name):
+            bad.append(plain)
+    # a head tied to a trainable embedding changes the bottom too
+    emb = getattr(unwrap(model), "get_input_embeddings", lambda: None)()
+    if emb is not None and emb.weight.requires_grad and spec.embed + ".weight" not in bad:
+        bad.append(spec.embed + ".weight")
+    return bad
+
+
+def replay_depth(model: Any) -> int | None:
+    """Smallest K whose top-K replay holds every trainable parameter (and every adapter), else None.
+
+    None means replay saves nothing or is not exact: no trainable parameters, or some in block 0 or in the
+    embedding.
+
+    Examples
+    --------
+    >>> from trustlab.llm import tiny_random_llama, add_lora
+    >>> replay_depth(add_lora(tiny_random_llama(n_layers=4)[0], layers="top1", r=2))
+    1
+    """
+    inner = unwrap(model)
+    n = dims(inner).n_layers
+    names = [(n_, p) for n_, p in inner.named_parameters() if p.requires_grad or ".lora_" in n_]
+    if not any(p.requires_grad for _, p in names):
+        return None
+    layers = [int(m.group(1)) for n_, _ in names if (m := _LAYER.search(_plain_name(n_)))]
+    lowest = min(layers) if layers else n
+    if lowest == 0 or _offending(model, lowest):
+        return None
+    return n - lowest
+
+
+def _model_ok(m: Any) -> bool:
+    return isinstance(m, torch.nn.Module)
+
+
+class PolicyForward:
+    """Hidden states and response log-probs of a model on a :class:`SequenceSet`, optionally by replay.
+
+    Parameters
+    ----------
+    model : causal LM (plain or peft)
+    sequences : SequenceSet
+    replay : "auto", int or None, default="auto"
+        None: run the full model every time. K: cache ``hidden_states[L-K]`` once and replay the top K
+        blocks (every trainable parameter and adapter must sit in them). "auto": :func:`replay_depth`.
+    batch_size : int, default=16
+        Rows per chunk of the one-off bottom pass.
+    cache_dir : path, optional
+        Keep the replay states on disk (``<cache_dir>/replay/<key>.safetensors``) and reuse them in later
+        runs; nothing is written without it.
+
+    Attributes
+    ----------
+    k_top : int or None
+        The replay depth in use (None: full model).
+    start : int
+        First replayed block (0 for the full model).
+
+    Examples
+    --------
+    >>> from trustlab.llm import tiny_random_llama, add_lora, tokenize_pairs
+    >>> model, tok = tiny_random_llama(n_layers=4)
+    >>> peft_model = add_lora(model, layers="top2", r=2)
+    >>> seqs = tokenize_pairs(tok, ["2 + 2?", "Capital of France?"], ["4", "Paris"])
+    >>> fwd = PolicyForward(peft_model, seqs)
+    >>> fwd.k_top, tuple(fwd.sequence_logprobs([0, 1]).sum.shape)
+    (2, (2,))
+    """
+
+    @validate_args(
+        _example=lambda: _example(),
+        model=[Satisfies(_model_ok, "a torch causal LM", invalid=["not-a-model"])],
+        sequences=[SequenceSet],
+        replay=[Interval(int, 1, None), Options(["auto"]), None],
+        batch_size=[Interval(int, 1, None)],
+        cache_dir=[str, os.PathLike, None],
+    )
+    def __init__(self, model: Any, sequences: SequenceSet, *, replay: Any = "auto", batch_size: int = 16,
+                 cache_dir: str | os.PathLike[str] | None = None) -> None:
+        inner = unwrap(model)
+        n_layers = dims(inner).n_layers
+        if replay == "auto":
+            k = replay_depth(model)
+        elif replay is None:
+            k = None
+        else:
+            k = int(replay)
+            if k > n_layers:
+                raise ConfigError(
+                    f"The 'replay' argument of PolicyForward asks to replay the top {k} blocks, but the model "
+                    f"has {n_layers} blocks. Use an int in [1, {n_layers}], 'auto' or None."
+                )
+            bad = _offending(model, n_layers - k)
+            if bad:
+                raise ConfigError(
+                    f"Replay of the top {k} blocks (blocks {n_layers - k}-{n_layers - 1}) is not exact for this "
+                    f"model: {len(bad)} parameter(s) below them are trainable or adapted ({bad[:3]}...). Use "
+                    "replay='auto', a larger K, or None."
+                )
+        self.model, self.sequences, self.k_top = model, sequences, k
+        self.start = 0 if k is None else n_layers - k
+        self.batch_size, self.cache_dir = int(batch_size), cache_dir
+        self._prefix: PrefixCache | None = None
+        self._inv: Any = None
+        self.fingerprint: dict[str, str] = {}
+        if k is not None:
+            self.refresh()
+
+    # -------------------------------------------------------------------------------- replay cache
+    def _bottom_fingerprint(self) -> str:
+        return weights_fingerprint(self.model, prefixes=_bottom_prefixes(self.model, self.start))
+
+    def refresh(self) -> None:
+        """(Re)build the replay cache for the current bottom weights (a no-op for the full model)."""
+        if self.k_top is None:
+            return
+        fp = {"tokens": self.sequences.fingerprint(), "bottom_weights": self._bottom_fingerprint(),
+              "k_top": str(self.k_top), "format": str(_FORMAT)}
+        key = content_hash(fp)
+        seqs = self.sequences
+        lengths = seqs.attention_mask.sum(1).numpy()
+        order = np.argsort(-lengths, kind="stable")  # longest first: chunks of similar length
+        inv = np.empty_like(order)
+        inv[order] = np.arange(len(order))
+        ids, att = seqs.input_ids[order], seqs.attention_mask[order]
+        path = Path(self.cache_dir).expanduser() / "replay" / f"{key[:32]}.safetensors" if self.cache_dir else None
+        hidden = _read_states(path, key) if path is not None else None
+        if hidden is not None:
+            prefix = PrefixCache.from_states(self.model, self.k_top, hidden.to(model_device(self.model)), ids, att)
+        else:
+            was = self.model.training
+            self.model.eval()
+            try:
+                prefix = PrefixCache(self.model, self.k_top, ids, attention_mask=att, batch_size=self.batch_size)
+            finally:
+                self.model.train(was)
+            if path is not None:
+                _write_states(path, prefix.hidden, key)
+        self._prefix, self._inv, self.fingerprint = prefix, torch.as_tensor(inv), fp
+
+    def check_fresh(self) -> None:
+        """Raise InputError when the bottom weights changed since the replay cache was built."""
+        if self.k_top is None:
+            return
+        now = self._bottom_fingerprint()
+        if now != self.fingerprint["bottom_weights"]:
+            raise InputError(
+                "The replay cache of this PolicyForward is stale: the embedding or the bottom "
+                f"{self.start} blocks changed since it was built (e.g. an adapter was merged into the base "
+                "weights). Call forward.refresh() or build a new PolicyForward."
+            )
+
+    # ------------------------------------------------------------------------------------ forwards
+    def _rows(self, rows: Any) -> Any:
+        idx = torch.as_tensor(np.asarray(rows, dtype=np.int64).reshape(-1))
+        if idx.numel() == 0 or int(idx.min()) < 0 or int(idx.max()) >= len(self.sequences):
+            raise InputError(
+                f"PolicyForward rows must be indices in [0, {len(self.sequences) - 1}]. Got {idx.tolist()}."
+            )
+        return idx
+
+    def batch(self, rows: Any) -> tuple[Any, Any, Any]:
+        """``(input_ids, attention_mask, response_mask)`` of ``rows``, trimmed to their longest row."""
+        idx = self._rows(rows)
+        s = self.sequences
+        w = int(s.attention_mask[idx].sum(1).max())
+        return s.input_ids[idx, :w], s.attention_mask[idx, :w], s.response_mask[idx, :w]
+
+    def hidden(self, rows: Any) -> Any:
+        """Final (normed) hidden states ``[n, w, d]`` of ``rows``; differentiable w.r.t. the replayed blocks.
+
+        Hooks registered on the model's blocks (e.g. :func:`trustlab.llm.trace`) fire for the blocks that
+        run: all of them for the full model, the top K under replay.
+        """
+        idx = self._rows(rows)
+        ids, att, _ = self.batch(idx)
+        dev = model_device(self.model)
+        from trustlab.llm._batching import position_ids_from_mask
+
+        pos = position_ids_from_mask(att)
+        if self.k_top is None:
+            out = base_model(self.model)(input_ids=ids.to(dev), attention_mask=att.to(dev),
+                                         position_ids=pos.to(dev), use_cache=False)
+            return out.last_hidden_state
+        h0 = self._prefix.hidden[self._inv[idx].to(self._prefix.hidden.device), : ids.shape[1]]
+        return replay_blocks(self.model, h0.to(dev), att.to(dev), pos.to(dev), self.start)
+
+    def token_logprobs(self, rows: Any) -> Any:
+        """Log-prob of each response token ``[n, w]`` (0 elsewhere), LM head at response positions only."""
+        idx = self._rows(rows)
+        ids, _, resp = self.batch(idx)
+        return gather_logprobs(self.model, self.hidden(idx), ids, resp)
+
+    def sequence_logprobs(self, rows: Any) -> SequenceLogprobs:
+        """Per-row sum of response-token log-probs and response-token counts (on the model's device)."""
+        idx = self._rows(rows)
+        lp = self.token_logprobs(idx)
+        _, _, resp = self.batch(idx)
+        n = resp[:, 1:].sum(1).to(lp.device)
+        return SequenceLogprobs(lp.sum(1), n)
+
+    def __len__(self) -> int:
+        return len(self.sequences)
+
+
+def _read_states(path: Path, key: str) -> Any:
+    if not path.is_file():
+        return None
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as fh:
+        meta = fh.metadata() or {}
+        if meta.get("key") != key:
+            return None
+        return fh.get_tensor("hidden")
+
+
+def _write_states(path: Path, hidden: Any, key: str) -> None:
+    from safetensors.torch import save_file
+
+    from trustlab.results.result import atomic_write
+
+    atomic_write(path, lambda tmp: save_file({"hidden": hidden.detach().cpu().contiguous()}, tmp,
+                                             metadata={"key": key, "format": str(_FORMAT)}))
+
+
+def _example() -> dict[str, Any]:
+    from trustlab.llm._tokenize_pairs import tokenize_pairs
+    from trustlab.llm.loading import tiny_random_llama
+
+    model, tok = tiny_random_llama()
+    return {"model": model, "sequences": tokenize_pairs(tok, ["Hi"], ["Hello"])}
