@@ -123,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "measure_peak_rss": "resources",
     "median_step_time": "resources",
     "time_steps": "resources",
+    "peak_rss_mb": "resources",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -17,6 +17,7 @@ import copy
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -265,7 +266,9 @@ def add_lora(
         check_random_state(random_state))
     was_training = model.training
     try:
-        with isolated_global_rng(seed):
+        with isolated_global_rng(seed), warnings.catch_warnings():
+            # peft 0.21 calls a transformers method deprecated in 5.x; nothing for our users to act on
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
             wrapped = peft.get_peft_model(model, config)
     except BaseException:
         _remove_lora_layers(model)

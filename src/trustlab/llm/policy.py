@@ -73,6 +73,8 @@ def _offending(model: Any, start: int) -> list[str]:
     return bad
 
 
+@validate_args(_example=lambda: {"model": _example()["model"]},
+               model=[Satisfies(lambda m: isinstance(m, torch.nn.Module), "a torch causal LM", invalid=["not-a-model"])])
 def replay_depth(model: Any) -> int | None:
     """Smallest K whose top-K replay holds every trainable parameter (and every adapter), else None.
 

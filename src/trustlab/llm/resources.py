@@ -1,8 +1,14 @@
 """Resource meter: median step time after warm-up, and peak resident memory of a run in a fresh process.
 
 ``tracemalloc`` does not see torch's CPU allocations, so memory is measured as the peak resident set
-size (``getrusage(...).ru_maxrss``) of a *fresh* process (spawned, not forked) that runs only the
-function under test: the number then belongs to that run and not to whatever the caller did before.
+size of a *fresh* process (spawned, not forked) that runs only the function under test: the number then
+belongs to that run and not to whatever the caller did before.
+
+On Linux the peak is read from ``VmHWM`` in ``/proc/self/status`` (the high-water mark of the process's
+own address space). ``getrusage(...).ru_maxrss`` is not used there because the kernel carries the
+parent's resident size over ``fork`` + ``exec`` into it: a child spawned by a 700 MB parent reports
+``ru_maxrss`` >= 700 MB even if it never uses more than 30 MB (measured). Elsewhere ``ru_maxrss`` is the
+fallback (``PeakRSS.source`` says which was read).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import CallableRule, Interval
 from trustlab.core.exceptions import InputError
 
-__all__ = ["PeakRSS", "StepTiming", "measure_peak_rss", "median_step_time", "time_steps"]
+__all__ = ["PeakRSS", "StepTiming", "measure_peak_rss", "median_step_time", "peak_rss_mb", "time_steps"]
 
 
 @dataclass(frozen=True)
@@ -37,18 +43,18 @@ class StepTiming:
 class PeakRSS:
     """Peak resident memory (MB) of a fresh process that ran one function.
 
-    ``start_mb`` is the peak just before the call (interpreter plus the imports the function's module
-    needs), ``peak_mb`` the peak at its end; ``value`` is what the function returned.
+    ``peak_mb`` is the process's high-water mark (see the module docstring): interpreter, imports and the
+    call.
+    ``rss_before_mb`` is the resident size just before the call (after the imports that unpickling the
+    function needed). High-water marks do not subtract, so compare two runs instead, e.g. a baseline
+    function that only loads the model against one that also trains. ``value`` is the function's result.
     """
 
     peak_mb: float
-    start_mb: float
+    rss_before_mb: float
     wall_s: float
     value: Any = None
-
-    @property
-    def increase_mb(self) -> float:
-        return self.peak_mb - self.start_mb
+    source: str = "VmHWM"
 
 
 @validate_args(step_times=[ArrayLike(ndim=1, low=0)], warmup=[Interval(int, 0, None)])
@@ -83,16 +89,34 @@ def time_steps(step: Callable[[], Any], n_steps: int = 10, warmup: int = 2) -> S
     return StepTiming(median_step_time(times, warmup=warmup), tuple(times[warmup:]), warmup)
 
 
-def _rss_mb() -> float:
+def _proc_status_mb(field: str) -> float | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+@validate_args()
+def peak_rss_mb() -> tuple[float, str]:
+    """This process's peak resident size in MB and where it was read (``"VmHWM"`` or ``"ru_maxrss"``)."""
+    hwm = _proc_status_mb("VmHWM")
+    if hwm is not None:
+        return hwm, "VmHWM"
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1024**2 if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB on Linux
+    return (peak / 1024**2 if sys.platform == "darwin" else peak / 1024), "ru_maxrss"  # bytes on macOS, KiB else
 
 
-def _child(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, float, float, float]:
-    start = _rss_mb()
+def _child(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, float, float, str, float]:
+    start = _proc_status_mb("VmRSS")
     t0 = time.perf_counter()
     value = fn(*args, **kwargs)
-    return value, start, _rss_mb(), time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    peak, source = peak_rss_mb()
+    return value, peak if start is None else start, peak, source, wall
 
 
 @validate_args(fn=[CallableRule()], timeout=[Interval(float, 0, None, closed="neither"), None])
@@ -110,5 +134,5 @@ def measure_peak_rss(fn: Callable[..., Any], *args: Any, timeout: float | None =
     """
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        value, start, peak, wall = pool.submit(_child, fn, tuple(args), dict(kwargs)).result(timeout=timeout)
-    return PeakRSS(peak_mb=peak, start_mb=start, wall_s=wall, value=value)
+        value, start, peak, source, wall = pool.submit(_child, fn, tuple(args), dict(kwargs)).result(timeout=timeout)
+    return PeakRSS(peak_mb=peak, rss_before_mb=start, wall_s=wall, value=value, source=source)

@@ -16,8 +16,6 @@ settings are restored on exit, the model's train/eval mode is restored, and it r
 from __future__ import annotations
 
 import math
-import resource
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -199,8 +197,8 @@ class PreferenceObjective:
 class FitHistory:
     """What :func:`train` did, one entry per optimizer step (``evals``: one dict per evaluation).
 
-    ``peak_rss_mb`` is the process's peak resident memory at the end (``ru_maxrss``; it includes
-    everything the process did before); measure a clean figure with :func:`trustlab.llm.measure_peak_rss`.
+    ``peak_rss_mb`` is the process's peak resident memory at the end (it includes everything the process
+    did before); measure a clean figure with :func:`trustlab.llm.measure_peak_rss`.
     """
 
     loss: list[float] = field(default_factory=list)
@@ -233,6 +231,7 @@ class FitHistory:
         return asdict(self)
 
 
+@validate_args(device=[str])
 def resolve_device(device: str) -> str:
     """``"auto"`` -> ``"cuda"`` when available, else ``"cpu"``; any other name is returned as is."""
     if device == "auto":
@@ -251,11 +250,6 @@ def _lr_factor(step: int, warmup: int, total: int, schedule: str) -> float:
 
 def _objective_ok(o: Any) -> bool:
     return callable(o) and isinstance(getattr(o, "n_items", None), int | np.integer) and o.n_items >= 1
-
-
-def _peak_rss_mb() -> float:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1024**2 if sys.platform == "darwin" else peak / 1024
 
 
 class _Stopper:
@@ -415,7 +409,9 @@ def train(
               warmup_steps, schedule, max_grad_norm, eval_every, evaluate, eval_at_start,
               _Stopper(monitor, mode, patience), restore_best, progress)
     hist.wall_time_s = time.perf_counter() - t_start
-    hist.peak_rss_mb = _peak_rss_mb()
+    from trustlab.llm.resources import peak_rss_mb
+
+    hist.peak_rss_mb = peak_rss_mb()[0]
     if dev.startswith("cuda"):
         hist.peak_device_mb = torch.cuda.max_memory_allocated() / 1024**2
     return hist
