@@ -207,15 +207,16 @@ def _encode(tokenizer: Any, prompts: Sequence[str], responses: Sequence[str], *,
         name = row_names[i] if row_names is not None else f"pair {i}"
         p, r = list(p), list(r)
         merge[i] = list(j[: len(p)]) != p
+        if not p:
+            raise InputError(f"Prompt {i} has no tokens ({name} passed to {owner}); a response needs at least "
+                             "one token before it.")
         if not r:
             raise InputError(
-                f"The response of {name} passed to {owner} is empty after tokenisation ({responses[i]!r}); "
-                "every response needs at least one token."
+                f"Response {i} has no tokens ({name} passed to {owner}): it is empty after tokenisation "
+                f"({responses[i]!r}); every response needs at least one token."
             )
         if add_eos:
             r.append(int(eos))
-        if not p:
-            raise InputError(f"The prompt of {name} passed to {owner} has no tokens.")
         if max_prompt_length is not None and len(p) > max_prompt_length:
             p, p_trunc[i] = p[-max_prompt_length:], True
         if max_length is not None and len(p) + len(r) > max_length:

@@ -266,22 +266,11 @@ def encode_responses(
             f"encode_responses needs as many prompts as responses (at least one). Got {len(prompts)} prompts "
             f"and {len(responses)} responses."
         )
-    texts = [_chat_prompt(tokenizer, p, system) if chat else p for p in prompts]
-    # a chat template already holds the special tokens; a raw prompt gets the tokenizer's own (e.g. BOS)
-    p_ids = tokenizer(list(texts), add_special_tokens=not chat)["input_ids"]
-    r_ids = tokenizer(list(responses), add_special_tokens=False)["input_ids"]
-    seqs, masks = [], []
-    for i, (p, r) in enumerate(zip(p_ids, r_ids)):
-        r = list(r) + ([tokenizer.eos_token_id] if add_eos else [])
-        if not p:
-            raise InputError(f"Prompt {i} has no tokens; a response needs at least one token before it.")
-        if not r:
-            raise InputError(f"Response {i} has no tokens.")
-        seqs.append(list(p) + r)
-        masks.append([0] * len(p) + [1] * len(r))
-    ids, att = pad_batch(seqs, _pad_id(None, tokenizer), padding_side)
-    resp, _ = pad_batch(masks, 0, padding_side)
-    return EncodedBatch(ids, att, resp.bool())
+    from trustlab.llm._tokenize_pairs import _encode  # the one (prompt, response) tokeniser
+
+    seqs = _encode(tokenizer, prompts, responses, chat=chat, system=system, add_eos=add_eos, max_length=None,
+                   max_prompt_length=None, owner="encode_responses")
+    return seqs.padded(padding_side)
 
 
 def score_responses(
