@@ -42,7 +42,7 @@ def _step(model, objective, rows):
     model.zero_grad(set_to_none=True)
     loss = objective(rows).loss
     loss.backward()
-    return float(loss), _grads(model)
+    return float(loss.detach()), _grads(model)
 
 
 @pytest.mark.parametrize("loss", ["dpo", "simpo"])
@@ -151,3 +151,37 @@ def test_hooks_fire_on_the_replayed_blocks(make_tiny, tiny):
         with trace(pm, ["blocks.3.resid_post"]) as t2:
             rep.hidden([0, 1])
     assert torch.allclose(t1["blocks.3.resid_post"], t2["blocks.3.resid_post"], atol=1e-5)
+
+
+def test_shared_prompt_packing_is_exact(make_tiny, tiny):
+    """Rows sharing a prompt are packed in the replayed blocks (and the bottom pass); results are unchanged."""
+    from trustlab.llm.policy import _pack
+
+    _, tok = tiny
+    pm = _lora_model(make_tiny, seed=6)
+    prompts = ["What is 2 + 2?"] * 3 + ["Name a colour."] * 2 + ["Say hi"]
+    responses = ["4", "Four, I am quite sure of it", "5", "Blue", "A colour? Green, maybe.", "Hi!"]
+    seqs = tokenize_pairs(tok, prompts, responses)
+    packed = PolicyForward(pm, seqs, replay=2, share_prompts=True)
+    plain = PolicyForward(pm, seqs, replay=2, share_prompts=False)
+    full = PolicyForward(pm, seqs, replay=None)
+    rows = np.array([4, 0, 1, 5, 2, 3])
+    pk = _pack(seqs, packed._groups, rows)
+    assert pk is not None and pk.ids.shape[0] == 3  # three prompts, six rows
+    real = seqs.attention_mask.bool()
+    assert torch.allclose(packed._prefix.hidden[real], plain._prefix.hidden[real], atol=1e-5)
+    out = {}
+    for name, fwd in (("packed", packed), ("plain", plain), ("full", full)):
+        pm.zero_grad(set_to_none=True)
+        lp = fwd.sequence_logprobs(rows).sum
+        lp.sum().backward()
+        out[name] = (lp.detach(), _grads(pm))
+        m = fwd.batch(rows)[1].bool()  # real positions (pads hold no defined state)
+        assert torch.allclose(fwd.hidden(rows, final_norm=False)[m], full.hidden(rows, final_norm=False)[m],
+                              atol=1e-5)
+    for name in ("packed", "plain"):
+        assert torch.allclose(out[name][0], out["full"][0], atol=1e-5)
+        assert all(torch.allclose(out[name][1][k], out["full"][1][k], atol=1e-5, rtol=1e-5) for k in out["full"][1])
+    normed = packed.final_norm(packed.hidden(rows, final_norm=False))
+    assert torch.allclose(normed, packed.hidden(rows), atol=1e-5)
+    assert torch.allclose(packed.sequence_logprobs(rows, hidden=normed).sum, out["full"][0], atol=1e-5)

@@ -107,18 +107,17 @@ def preference_accuracy(policy: Any, pairs: PreferencePairs, *, reference: Any =
     elif isinstance(reference, ReferenceCache):
         reference.check(fwd)
     n = pairs.n_pairs
-    sums, counts = [], []
+    pol, cnt = torch.zeros(2 * n, dtype=torch.float64), torch.zeros(2 * n, dtype=torch.float64)
     was = unwrap(fwd.model).training
     fwd.model.eval()
     try:
         with torch.no_grad():
-            for s in range(0, 2 * n, batch_size):
-                out = fwd.sequence_logprobs(np.arange(s, min(s + batch_size, 2 * n)))
-                sums.append(out.sum.double().cpu())
-                counts.append(out.n_tokens.cpu())
+            for rows in fwd.batches(batch_size):  # pairs kept together: their prompt is shared
+                out = fwd.sequence_logprobs(rows)
+                t = torch.as_tensor(rows)
+                pol[t], cnt[t] = out.sum.double().cpu(), out.n_tokens.double().cpu()
     finally:
         fwd.model.train(was)
-    pol, cnt = torch.cat(sums), torch.cat(counts).double()
     ref = reference.sum.double() if reference is not None else torch.zeros_like(pol)
     if length_normalized:
         pol, ref = pol / cnt, ref / cnt

@@ -23,20 +23,26 @@ torch = require("torch", purpose="trustlab.llm PrefixCache")
 __all__ = ["PrefixCache", "replay_blocks"]
 
 
-def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: Any) -> Any:
-    """Per-layer (mask, rotary) getter for ``hidden`` [B, T, d], as the model's own forward builds them."""
+def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: Any,
+                  and_mask_function: Any = None) -> Any:
+    """Per-layer (mask, rotary) getter for ``hidden`` [B, T, d], as the model's own forward builds them.
+
+    ``and_mask_function(batch, head, q, kv) -> bool`` further restricts which keys a query sees (the
+    transformers mask-function protocol), e.g. to pack several responses after one shared prompt.
+    """
     tf = require("transformers", purpose="trustlab.llm PrefixCache")
     masking = tf.masking_utils
     inner = unwrap(model)
     spec = arch_spec(inner)
     config = inner.config
     rotary = get_module(inner, spec.rotary)
+    extra = {} if and_mask_function is None else {"and_mask_function": and_mask_function}
     # positional arguments: the cache argument was renamed (past_key_values -> cache) in transformers 5.x
-    full = masking.create_causal_mask(config, hidden, attention_mask, None, position_ids)
+    full = masking.create_causal_mask(config, hidden, attention_mask, None, position_ids, **extra)
     if not spec.sliding_layers:
         pe = rotary(hidden, position_ids)
         return lambda i: (full, pe)
-    sliding = masking.create_sliding_window_causal_mask(config, hidden, attention_mask, None, position_ids)
+    sliding = masking.create_sliding_window_causal_mask(config, hidden, attention_mask, None, position_ids, **extra)
     masks = {"full_attention": full, "sliding_attention": sliding}
     types = list(config.layer_types)
     pes = {t: rotary(hidden, position_ids, t) for t in set(types)}
@@ -44,9 +50,21 @@ def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: An
 
 
 def replay_blocks(
-    model: Any, hidden: Any, attention_mask: Any, position_ids: Any, start: int, *, final_norm: bool = True
+    model: Any,
+    hidden: Any,
+    attention_mask: Any,
+    position_ids: Any,
+    start: int,
+    *,
+    final_norm: bool = True,
+    end: int | None = None,
+    and_mask_function: Any = None,
 ) -> Any:
-    """Run blocks ``start..L-1`` (and the final norm) of ``model`` on residual-stream states ``hidden``.
+    """Run blocks ``start..end-1`` (default: to the last; then the final norm) of ``model`` on
+    residual-stream states ``hidden``.
+
+    ``end`` stops before block ``end`` (no final norm then); ``and_mask_function`` restricts attention
+    further (see :func:`_layer_inputs`).
 
     Example
     -------
@@ -60,13 +78,14 @@ def replay_blocks(
     True
     """
     base = base_model(model)
-    layer_inputs = _layer_inputs(model, hidden, attention_mask, position_ids)
+    layer_inputs = _layer_inputs(model, hidden, attention_mask, position_ids, and_mask_function)
     h = hidden
-    for i in range(start, len(base.layers)):
+    stop = len(base.layers) if end is None else int(end)
+    for i in range(start, stop):
         mask, pe = layer_inputs(i)
         out = base.layers[i](h, attention_mask=mask, position_embeddings=pe, position_ids=position_ids)
         h = out[0] if isinstance(out, tuple) else out
-    return base.norm(h) if final_norm else h
+    return base.norm(h) if final_norm and stop == len(base.layers) else h
 
 
 class PrefixCache:

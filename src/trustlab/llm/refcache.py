@@ -107,13 +107,14 @@ class ReferenceCache:
         fwd = forward if reference is None else PolicyForward(reference, seqs, replay=None)
         ctx = forward.model.disable_adapter() if reference is None and is_adapted(forward.model) else (
             contextlib.nullcontext())
-        sums, counts, toks, ids_k, lps_k = [], [], [], [], []
+        sums, counts, toks, ids_k, lps_k, order = [], [], [], [], [], []
         was = unwrap(fwd.model).training
         fwd.model.eval()
         try:
             with torch.no_grad(), ctx:
-                for s in range(0, len(seqs), batch_size):
-                    rows = np.arange(s, min(s + batch_size, len(seqs)))
+                for rows in fwd.batches(batch_size):
+                    rows = np.sort(rows)
+                    order.append(rows)
                     _, _, resp = fwd.batch(rows)
                     h = fwd.hidden(rows)
                     lp = _gather(fwd, h, rows)
@@ -129,9 +130,19 @@ class ReferenceCache:
                         lps_k.append(v)
         finally:
             fwd.model.train(was)
-        cache = cls(torch.cat(sums), torch.cat(counts), fp,
-                    torch.cat(toks) if per_token else None,
-                    torch.cat(ids_k) if top_k else None, torch.cat(lps_k) if top_k else None)
+        # back to row order (the top-k rows follow the response tokens of each row in row order)
+        perm = torch.as_tensor(np.concatenate(order))
+        inv = torch.empty_like(perm)
+        inv[perm] = torch.arange(len(perm))
+        topk_ids = topk_lps = None
+        if top_k:
+            sizes = torch.cat(counts)
+            pieces_i = list(torch.cat(ids_k).split(sizes.tolist()))
+            pieces_v = list(torch.cat(lps_k).split(sizes.tolist()))
+            topk_ids = torch.cat([pieces_i[int(j)] for j in inv])
+            topk_lps = torch.cat([pieces_v[int(j)] for j in inv])
+        cache = cls(torch.cat(sums)[inv], torch.cat(counts)[inv], fp,
+                    torch.cat(toks)[inv] if per_token else None, topk_ids, topk_lps)
         if path is not None:
             cache.save(path)
         return cache
