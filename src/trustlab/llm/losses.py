@@ -93,8 +93,8 @@ def dpo_loss(policy_chosen: Any, policy_rejected: Any, ref_chosen: Any, ref_reje
     Examples
     --------
     >>> import torch
-    >>> float(dpo_loss(torch.zeros(2), torch.zeros(2), torch.zeros(2), torch.zeros(2)))  # log 2
-    0.6931471805599453
+    >>> round(float(dpo_loss(torch.zeros(2), torch.zeros(2), torch.zeros(2), torch.zeros(2))), 6)  # log 2
+    0.693147
     """
     pc, pr, rc, rr = _same_shape("dpo_loss", policy_chosen=policy_chosen, policy_rejected=policy_rejected,
                                  ref_chosen=ref_chosen, ref_rejected=ref_rejected)
@@ -136,8 +136,8 @@ def length_normalized_dpo_loss(policy_chosen: Any, policy_rejected: Any, ref_cho
     --------
     >>> import torch
     >>> z = torch.zeros(1)
-    >>> float(length_normalized_dpo_loss(z, z, z, z, torch.ones(1), torch.ones(1)))
-    0.6931471805599453
+    >>> round(float(length_normalized_dpo_loss(z, z, z, z, torch.ones(1), torch.ones(1))), 6)
+    0.693147
     """
     pc, pr, rc, rr = _same_shape("length_normalized_dpo_loss", policy_chosen=policy_chosen,
                                  policy_rejected=policy_rejected, ref_chosen=ref_chosen, ref_rejected=ref_rejected)
