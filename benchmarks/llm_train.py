@@ -57,10 +57,12 @@ def _our_steps(pm: Any, pairs: Any, n_steps: int, rounds: int) -> dict[str, list
     from trustlab.llm import PolicyForward, PreferenceObjective, ReferenceCache, train
 
     replay = PolicyForward(pm, pairs.sequences, replay=4)
+    unshared = PolicyForward(pm, pairs.sequences, replay=4, share_prompts=False)
     full = PolicyForward(pm, pairs.sequences, replay=None)
     ref = ReferenceCache.compute(replay)
     objectives = {
         "replay, cached ref": PreferenceObjective(replay, pairs, reference=ref),
+        "replay unshared, cached ref": PreferenceObjective(unshared, pairs, reference=ref),
         "full, cached ref": PreferenceObjective(full, pairs, reference=ref),
         "replay, online ref": PreferenceObjective(replay, pairs, reference="online"),
         "full, online ref": PreferenceObjective(full, pairs, reference="online"),
@@ -197,6 +199,8 @@ def main() -> None:
 
     ratio("full, cached ref", "replay, cached ref", "DPO step, cached reference: full model (A) vs top-4 replay (B)",
           ">= 5x")
+    ratio("full, cached ref", "replay unshared, cached ref",
+          "  same, replay without prompt sharing (each pair's prompt twice, like the full model)", "(component)")
     ratio("full, online ref", "replay, online ref", "DPO step, online reference: full model (A) vs top-4 replay (B)",
           ">= 5x")
     ratio("trl, precomputed ref", "replay, cached ref", "trl DPOTrainer, precomputed ref (A) vs ours, replay (B)",
@@ -244,8 +248,9 @@ def main() -> None:
 
 NOTES = """Reading the table (targets from issue 16):
 
-- Both our variants run the same `PreferenceObjective` on the same peft model and batches; only
-  `PolicyForward(replay=4)` vs `replay=None` differs. With LoRA only in the top 4 blocks the full-model
+- Our variants run the same `PreferenceObjective` on the same peft model and batches; only the
+  `PolicyForward` differs: `replay=4` (default: a pair's chosen and rejected rows packed, the prompt once),
+  `replay=4, share_prompts=False` (the replay gain alone) and `replay=None` (the HF forward). With LoRA only in the top 4 blocks the full-model
   backward already stops at block 26 (nothing below needs a gradient), so the full-model step is a 30-block
   forward plus a 4-block backward, while replay is a 4-block forward plus the same backward: the gain
   is bounded near (30 + b) / (4 + b) for a backward costing b blocks. An online reference adds a no-grad
