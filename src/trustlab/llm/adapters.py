@@ -401,7 +401,9 @@ def load_adapter(model: Any, path: str | os.PathLike[str], *, trainable: bool = 
         raise ConfigError("load_adapter needs the base model; this one already has peft adapters.")
     _strip_gguf_flag(model)
     was_training = model.training
-    loaded = peft.PeftModel.from_pretrained(model, str(folder), is_trainable=bool(trainable))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        loaded = peft.PeftModel.from_pretrained(model, str(folder), is_trainable=bool(trainable))
     loaded.train(was_training)
     return loaded
 
