@@ -1,7 +1,8 @@
 """Benchmark of the LLM fine-tuning layer on SmolLM2-135M-Instruct (CPU): replay vs full model, vs trl, memory.
 
-Run (under the shared CPU lock): ``.venv/bin/python benchmarks/llm_train.py [--quick] [--no-write]``.
-Prints a table and replaces the "LLM fine-tuning" section of ``docs/benchmarks.md``.
+Run (under the shared CPU lock): ``.venv/bin/python benchmarks/llm_train.py [--part all|steps|run] [--quick]
+[--no-write]``. Prints a table and, once both parts are stored in ``--results``, replaces the "LLM
+fine-tuning layer" section of ``docs/benchmarks.md``.
 
 Measured, with LoRA r=8, alpha=16 on q/k/v/o of the top 4 of 30 blocks and DPO (beta 0.1) on generated
 preference pairs (``trustlab.data.prefs``), batch 8 pairs:
@@ -168,60 +169,72 @@ def load_only() -> dict:
     return {}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="a few steps only, no 200-step run (smoke test)")
-    ap.add_argument("--no-write", action="store_true", help="do not update docs/benchmarks.md")
-    args = ap.parse_args()
-    t_start = time.perf_counter()
-    import torch
+def _log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
-    import trustlab
-    from trustlab.core.seeding import thread_settings
-    from trustlab.llm import add_lora, load_model, measure_peak_rss
 
-    n_steps, rounds, n_pairs = (2, 2, 16) if args.quick else (3, 4, 64)
+def part_steps(quick: bool) -> dict:
+    """Step times of our trainer (five settings) and of trl's DPOTrainer (two settings)."""
+    from trustlab.llm import add_lora, load_model
+
+    n_steps, rounds, n_pairs, trl_steps = (2, 2, 16, 1) if quick else (3, 3, 64, 3)
     model, tok = load_model()
     data, pairs = _pairs(tok, n_pairs, seed=1)
     pm = add_lora(model, layers="top4", modules=MODULES, r=8, alpha=16, random_state=0)
+    _log("our steps")
     ours = _our_steps(pm, pairs, n_steps, rounds)
     del pm, model
-    trl_online = _trl_steps(tok, data, n_steps * rounds // 2 + 1, precompute=False)
-    trl_pre = _trl_steps(tok, data, n_steps * rounds // 2 + 1, precompute=True)
-    med = {k: statistics.median(v) for k, v in ours.items()}
-    med["trl, online ref"] = statistics.median(trl_online)
-    med["trl, precomputed ref"] = statistics.median(trl_pre)
+    _log("trl, online reference")
+    trl_online = _trl_steps(tok, data, trl_steps, precompute=False)
+    _log("trl, precomputed reference")
+    trl_pre = _trl_steps(tok, data, trl_steps, precompute=True)
+    times = {**ours, "trl, online ref": trl_online, "trl, precomputed ref": trl_pre}
     seq_len = float(pairs.sequences.attention_mask.sum(1).float().mean())
+    return {"times": times, "n_pairs": pairs.n_pairs, "seq_len": seq_len, "n_steps": n_steps, "rounds": rounds,
+            "trl_steps": trl_steps}
+
+
+def part_run() -> dict:
+    """The 200-step DPO run and a load-only baseline, each in a fresh process."""
+    from trustlab.llm import measure_peak_rss
+
+    _log("load-only baseline")
+    base = measure_peak_rss(load_only)
+    _log("200-step DPO run")
+    run = measure_peak_rss(dpo_run)
+    return {"base_peak_mb": base.peak_mb, "run_peak_mb": run.peak_mb, "run": run.value, "source": run.source}
+
+
+def _rows(steps: dict | None, run: dict | None) -> list[tuple[str, str, str, str, str]]:
     rows: list[tuple[str, str, str, str, str]] = []
+    if steps is not None:
+        med = {k: statistics.median(v) for k, v in steps["times"].items()}
 
-    def ratio(a: str, b: str, what: str, target: str) -> None:
-        rows.append((what, f"{med[a]:.2f} s", f"{med[b]:.2f} s", f"{med[a] / med[b]:.2f}x", target))
+        def ratio(a: str, b: str, what: str, target: str) -> None:
+            rows.append((what, f"{med[a]:.2f} s", f"{med[b]:.2f} s", f"{med[a] / med[b]:.2f}x", target))
 
-    ratio("full, cached ref", "replay, cached ref", "DPO step, cached reference: full model (A) vs top-4 replay (B)",
-          ">= 5x")
-    ratio("full, cached ref", "replay unshared, cached ref",
-          "  same, replay without prompt sharing (each pair's prompt twice, like the full model)", "(component)")
-    ratio("full, online ref", "replay, online ref", "DPO step, online reference: full model (A) vs top-4 replay (B)",
-          ">= 5x")
-    ratio("trl, precomputed ref", "replay, cached ref", "trl DPOTrainer, precomputed ref (A) vs ours, replay (B)",
-          ">= 3x")
-    ratio("trl, online ref", "replay, cached ref", "trl DPOTrainer, its default online ref (A) vs ours, replay (B)",
-          ">= 3x")
-    ratio("trl, precomputed ref", "full, cached ref", "trl, precomputed ref (A) vs ours without replay (B)",
-          ">= 1/1.2 = 0.83x")
-    ratio("trl, online ref", "full, online ref", "trl, online ref (A) vs ours without replay, online ref (B)",
-          ">= 0.83x")
-
-    if not args.quick:
-        base = measure_peak_rss(load_only)
-        run = measure_peak_rss(dpo_run)
-        r = run.value
+        ratio("full, cached ref", "replay, cached ref",
+              "DPO step, cached reference: full model (A) vs top-4 replay (B)", ">= 5x")
+        ratio("full, cached ref", "replay unshared, cached ref",
+              "  same, replay without prompt sharing (each pair's prompt twice, like the full model)", "(component)")
+        ratio("full, online ref", "replay, online ref",
+              "DPO step, online reference: full model (A) vs top-4 replay (B)", ">= 5x")
+        ratio("trl, precomputed ref", "replay, cached ref",
+              "trl DPOTrainer, precomputed ref (A) vs ours, replay (B)", ">= 3x")
+        ratio("trl, online ref", "replay, cached ref",
+              "trl DPOTrainer, its default online ref (A) vs ours, replay (B)", ">= 3x")
+        ratio("trl, precomputed ref", "full, cached ref",
+              "trl, precomputed ref (A) vs ours without replay (B)", ">= 1/1.2 = 0.83x")
+        ratio("trl, online ref", "full, online ref",
+              "trl, online ref (A) vs ours without replay, online ref (B)", ">= 0.83x")
+    if run is not None:
+        r = run["run"]
         rows.append(("200-step DPO run, 400 pairs (fresh process): total wall (train only)",
                      f"{r['wall_s'] / 60:.2f} min", f"{r['train_s'] / 60:.2f} min", "", "<= 5 min"))
         rows.append(("  of which: load / replay + reference caches / median step",
                      f"{r['load_s']:.1f} s", f"{r['cache_s']:.1f} s", f"{r['median_step_s']:.2f} s/step", ""))
         rows.append(("peak RSS: that DPO run (A) vs a process that only loads the model (B)",
-                     f"{run.peak_mb / 1024:.2f} GB", f"{base.peak_mb / 1024:.2f} GB", "", "A <= 2 GB"))
+                     f"{run['run_peak_mb'] / 1024:.2f} GB", f"{run['base_peak_mb'] / 1024:.2f} GB", "", "A <= 2 GB"))
         accs = ", ".join(f"{e['step']}: {e['acc']:.2f}" for e in r["evals"])
         rows.append((f"held-out preference accuracy ({r['n_test']} pairs, facts unseen in training) by step",
                      accs, "", "", "reported"))
@@ -229,20 +242,55 @@ def main() -> None:
                      f"{r['base_acc_sum']:.2f}", f"{r['base_acc_mean']:.2f}", "", "reference point"))
         rows.append(("  training loss first step / mean of last 10; train-batch accuracy last 10",
                      f"{r['loss_first']:.3f}", f"{r['loss_last10']:.3f}", f"{r['train_acc_last10']:.2f}", ""))
-    table = ["| measurement | A | B | ratio | target |", "|---|---:|---:|---:|---|"]
-    table += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in rows]
-    text = "\n".join(table)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--part", choices=("all", "steps", "run"), default="all",
+                    help="run the step timings, the 200-step run, or both (each part alone fits a lock slot)")
+    ap.add_argument("--results", default=str(Path(tempfile.gettempdir()) / "trustlab-llm-train-bench.json"),
+                    help="JSON file the parts are stored in and the table is built from")
+    ap.add_argument("--quick", action="store_true", help="a few steps only (smoke test; writes nothing)")
+    ap.add_argument("--no-write", action="store_true", help="do not update docs/benchmarks.md")
+    args = ap.parse_args()
+    t_start = time.perf_counter()
+    import json
+
+    import torch
+
+    import trustlab
+    from trustlab.core.seeding import thread_settings
+
+    store = Path(args.results)
+    saved = json.loads(store.read_text()) if store.exists() and not args.quick else {}
+    if args.part in ("all", "steps"):
+        saved["steps"] = part_steps(args.quick)
+    if args.part in ("all", "run") and not args.quick:
+        saved["run"] = part_run()
     th = thread_settings()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    saved.setdefault("env", {})[args.part] = (
+        f"torch threads {th.get('torch_num_threads')}, load average at end {load:.1f}, "
+        f"{time.perf_counter() - t_start:.0f} s")
+    if not args.quick:
+        store.write_text(json.dumps(saved, indent=1))
+    steps, run = saved.get("steps"), saved.get("run")
+    table = ["| measurement | A | B | ratio | target |", "|---|---:|---:|---:|---|"]
+    table += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in _rows(steps, run)]
+    text = "\n".join(table)
     env = (f"trustlab {trustlab.__version__}, torch {torch.__version__}, Python {platform.python_version()}, "
-           f"{os.cpu_count()} CPUs, torch threads {th.get('torch_num_threads')}, OMP_WAIT_POLICY="
-           f"{os.environ.get('OMP_WAIT_POLICY')}; step timing on {pairs.n_pairs} pairs (mean sequence length "
-           f"{seq_len:.0f} tokens incl. SmolLM2's default system prompt), {rounds} alternating rounds of {n_steps} "
-           f"measured steps; load average at end {load:.1f}; total {time.perf_counter() - t_start:.0f} s")
+           f"{os.cpu_count()} CPUs, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
+    if steps is not None:
+        env += (f"; step timing on {steps['n_pairs']} pairs (mean sequence length {steps['seq_len']:.0f} tokens incl. "
+                f"SmolLM2's default system prompt), ours {steps['rounds']} alternating rounds of {steps['n_steps']} "
+                f"measured steps, trl {steps['trl_steps']} measured steps per setting")
+    env += "; " + "; ".join(f"part {k}: {v}" for k, v in saved["env"].items())
     print(text)
     print(env)
-    print({k: [round(x, 3) for x in v] for k, v in {**ours, "trl online": trl_online, "trl pre": trl_pre}.items()})
-    if not args.no_write and not args.quick:
+    if steps is not None:
+        print({k: [round(x, 3) for x in v] for k, v in steps["times"].items()})
+    if not args.no_write and not args.quick and steps is not None and run is not None:
         write_section(text, env)
 
 
