@@ -94,7 +94,7 @@ def replay_depth(model: Any) -> int | None:
     if not any(p.requires_grad for _, p in names):
         return None
     layers = [int(m.group(1)) for n_, _ in names if (m := _LAYER.search(_plain_name(n_)))]
-    lowest = min(layers) if layers else n
+    lowest = min(layers) if layers else n - 1  # only the final norm / head trainable: replay the last block
     if lowest == 0 or _offending(model, lowest):
         return None
     return n - lowest
