@@ -103,7 +103,11 @@ def test_replay_depth_and_bad_specs(make_tiny, tiny):
     with pytest.raises(ConfigError, match="not exact for this model"):
         PolicyForward(pm, seqs, replay=2)
     assert replay_depth(_lora_model(make_tiny, layers="all")) is None  # block 0 trainable: nothing to cache
-    assert replay_depth(make_tiny()) is None  # nothing trainable at all (a plain model trains everything)
+    assert replay_depth(make_tiny()) is None  # a plain model trains everything, embedding included
+    head_only = make_tiny()
+    for name, p in head_only.named_parameters():
+        p.requires_grad_(name == "model.norm.weight")
+    assert replay_depth(head_only) == 1  # only the final norm trains: replaying the last block suffices
     with pytest.raises(ConfigError, match="The 'replay' argument of PolicyForward"):
         PolicyForward(pm, seqs, replay=0)
 
