@@ -77,8 +77,11 @@ def _our_steps(pm: Any, pairs: Any, n_steps: int, rounds: int) -> dict[str, list
     return times
 
 
-def _trl_steps(tok: Any, data: Any, n_steps: int, precompute: bool, model: Any = None) -> list[float]:
-    """Per-step seconds of trl's DPOTrainer (fresh model, same LoRA config and batch)."""
+def _trl_steps(tok: Any, data: Any, n_steps: int, precompute: bool, model: Any = None, bf16: bool = False) -> list[float]:
+    """Per-step seconds of trl's DPOTrainer (fresh model, same LoRA config and batch, fp32 like ours).
+
+    trl's configs default to ``bf16=True`` (mixed precision) even on CPU; ``bf16=True`` measures that.
+    """
     import datasets
     import peft
     import transformers
@@ -109,7 +112,7 @@ def _trl_steps(tok: Any, data: Any, n_steps: int, precompute: bool, model: Any =
         cfg = DPOConfig(output_dir=out, per_device_train_batch_size=8, max_steps=n_steps + 1, learning_rate=1e-4,
                         beta=0.1, precompute_ref_log_probs=precompute, logging_steps=10**6, save_strategy="no",
                         report_to="none", use_cpu=True, seed=0, dataloader_num_workers=0, max_length=None,
-                        disable_tqdm=True)
+                        disable_tqdm=True, bf16=bf16, fp16=False)
         trainer = DPOTrainer(model=model, args=cfg, train_dataset=ds, processing_class=tok, peft_config=lora,
                              callbacks=[Timer()])
         trainer.train()
@@ -184,14 +187,19 @@ def part_steps(quick: bool) -> dict:
     _log("our steps")
     ours = _our_steps(pm, pairs, n_steps, rounds)
     del pm, model
-    _log("trl, online reference")
-    trl_online = _trl_steps(tok, data, trl_steps, precompute=False)
-    _log("trl, precomputed reference")
-    trl_pre = _trl_steps(tok, data, trl_steps, precompute=True)
-    times = {**ours, "trl, online ref": trl_online, "trl, precomputed ref": trl_pre}
+    times = {**ours, **part_trl(tok, data, trl_steps)}
     seq_len = float(pairs.sequences.attention_mask.sum(1).float().mean())
     return {"times": times, "n_pairs": pairs.n_pairs, "seq_len": seq_len, "n_steps": n_steps, "rounds": rounds,
             "trl_steps": trl_steps}
+
+
+def part_trl(tok: Any, data: Any, trl_steps: int) -> dict[str, list[float]]:
+    """trl's DPOTrainer in fp32 (as ours), online and with precomputed reference log-probs."""
+    _log("trl, online reference")
+    online = _trl_steps(tok, data, trl_steps, precompute=False)
+    _log("trl, precomputed reference")
+    pre = _trl_steps(tok, data, trl_steps, precompute=True)
+    return {"trl, online ref": online, "trl, precomputed ref": pre}
 
 
 def part_run() -> dict:
@@ -211,6 +219,8 @@ def _rows(steps: dict | None, run: dict | None) -> list[tuple[str, str, str, str
         med = {k: statistics.median(v) for k, v in steps["times"].items()}
 
         def ratio(a: str, b: str, what: str, target: str) -> None:
+            if a not in med or b not in med:
+                return
             rows.append((what, f"{med[a]:.2f} s", f"{med[b]:.2f} s", f"{med[a] / med[b]:.2f}x", target))
 
         ratio("full, cached ref", "replay, cached ref",
@@ -227,6 +237,9 @@ def _rows(steps: dict | None, run: dict | None) -> list[tuple[str, str, str, str
               "trl, precomputed ref (A) vs ours without replay (B)", ">= 1/1.2 = 0.83x")
         ratio("trl, online ref", "full, online ref",
               "trl, online ref (A) vs ours without replay, online ref (B)", ">= 0.83x")
+        ratio("trl bf16 default, online ref", "full, online ref",
+              "  trl with its own default precision on CPU (bf16 autocast; not like for like) vs ours, full",
+              "(pitfall)")
     if run is not None:
         r = run["run"]
         rows.append(("200-step DPO run, 400 pairs (fresh process): total wall (train only)",
@@ -247,7 +260,7 @@ def _rows(steps: dict | None, run: dict | None) -> list[tuple[str, str, str, str
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--part", choices=("all", "steps", "run"), default="all",
+    ap.add_argument("--part", choices=("all", "steps", "trl", "run"), default="all",
                     help="run the step timings, the 200-step run, or both (each part alone fits a lock slot)")
     ap.add_argument("--results", default=str(Path(tempfile.gettempdir()) / "trustlab-llm-train-bench.json"),
                     help="JSON file the parts are stored in and the table is built from")
@@ -266,6 +279,12 @@ def main() -> None:
     saved = json.loads(store.read_text()) if store.exists() and not args.quick else {}
     if args.part in ("all", "steps"):
         saved["steps"] = part_steps(args.quick)
+    if args.part == "trl":  # re-measure trl only (same pairs as the stored step timings)
+        from trustlab.llm import load_model
+
+        tok = load_model().tokenizer
+        data, _ = _pairs(tok, saved["steps"]["n_pairs"], seed=1)
+        saved["steps"]["times"].update(part_trl(tok, data, saved["steps"]["trl_steps"]))
     if args.part in ("all", "run") and not args.quick:
         saved["run"] = part_run()
     th = thread_settings()
@@ -304,9 +323,12 @@ NOTES = """Reading the table (targets from issue 16):
   is bounded near (30 + b) / (4 + b) for a backward costing b blocks. An online reference adds a no-grad
   forward, 30 blocks vs 4, so its ratio is higher.
 - trl 1.16 `DPOTrainer` gets the same model (a fresh load), the same pairs as conversations (trl applies
-  the chat template itself), the same LoRA config and batch, `use_cpu=True`; its step time is taken
-  between `on_step_begin` and `on_step_end` (forward, backward, optimizer). trl also computes the LM head
-  only at completion positions (its fused head), so the no-replay comparison is like for like.
+  the chat template itself), the same LoRA config and batch, `use_cpu=True` and fp32 (`bf16=False`: trl's
+  configs default to bf16 mixed precision even on CPU, which on this machine made a step take minutes; that
+  run is kept as the "pitfall" row); its step time is taken between `on_step_begin` and `on_step_end`
+  (forward, backward, optimizer). On CPU trl's fused LM head has no Triton kernel and scores every
+  position with the full vocabulary (and computes entropy, mean logits and top-1 flags), while ours
+  scores only the response positions: that, not replay, is the gap in the no-replay rows.
 - The 200-step run is `benchmarks/llm_train.py:dpo_run`, the code a user writes; its peak RSS is the
   high-water mark of a fresh process (`measure_peak_rss`, `VmHWM`), model load included."""
 
