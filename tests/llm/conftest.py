@@ -20,3 +20,14 @@ def tiny4(tiny):
     from trustlab.llm import tiny_random_llama
 
     return tiny_random_llama(seed=1, n_layers=4, tokenizer=tiny[1])
+
+
+@pytest.fixture
+def make_tiny(tiny):
+    """Factory of fresh tiny llamas (tests that add adapters mutate their model)."""
+    from trustlab.llm import tiny_random_llama
+
+    def make(n_layers: int = 4, seed: int = 1):
+        return tiny_random_llama(seed=seed, n_layers=n_layers, tokenizer=tiny[1])[0]
+
+    return make

@@ -1,4 +1,5 @@
-"""Offline data: scikit-learn's bundled tables and digits, aeon's bundled series, shipped text, partitioners."""
+"""Offline data: scikit-learn's bundled tables and digits, aeon's bundled series, shipped text, partitioners,
+generated preference pairs."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ _LAZY = {
     "partition_shards": "federated",
     "read_shipped_json": "shipped",
     "shipped_names": "shipped",
+    "PreferenceData": "prefs",
+    "make_preferences": "prefs",
+    "load_preferences": "prefs",
 }
 
 __all__ = sorted(_LAZY)

@@ -26,20 +26,26 @@ torch = require("torch", purpose="trustlab.llm PrefixCache")
 __all__ = ["PrefixCache", "replay_blocks"]
 
 
-def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: Any) -> Any:
-    """Per-layer (mask, rotary) getter for ``hidden`` [B, T, d], as the model's own forward builds them."""
+def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: Any,
+                  and_mask_function: Any = None) -> Any:
+    """Per-layer (mask, rotary) getter for ``hidden`` [B, T, d], as the model's own forward builds them.
+
+    ``and_mask_function(batch, head, q, kv) -> bool`` further restricts which keys a query sees (the
+    transformers mask-function protocol), e.g. to pack several responses after one shared prompt.
+    """
     tf = require("transformers", purpose="trustlab.llm PrefixCache")
     masking = tf.masking_utils
     inner = unwrap(model)
     spec = arch_spec(inner)
     config = inner.config
     rotary = get_module(inner, spec.rotary)
+    extra = {} if and_mask_function is None else {"and_mask_function": and_mask_function}
     # positional arguments: the cache argument was renamed (past_key_values -> cache) in transformers 5.x
-    full = masking.create_causal_mask(config, hidden, attention_mask, None, position_ids)
+    full = masking.create_causal_mask(config, hidden, attention_mask, None, position_ids, **extra)
     if not spec.sliding_layers:
         pe = rotary(hidden, position_ids)
         return lambda i: (full, pe)
-    sliding = masking.create_sliding_window_causal_mask(config, hidden, attention_mask, None, position_ids)
+    sliding = masking.create_sliding_window_causal_mask(config, hidden, attention_mask, None, position_ids, **extra)
     masks = {"full_attention": full, "sliding_attention": sliding}
     types = list(config.layer_types)
     pes = {t: rotary(hidden, position_ids, t) for t in set(types)}
@@ -49,9 +55,21 @@ def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: An
 @validate_args(model=[LanguageModel()], hidden="no_validation", attention_mask="no_validation",
                position_ids="no_validation", start=[Interval(int, 0, None)], final_norm=[Boolean()])
 def replay_blocks(
-    model: Any, hidden: Any, attention_mask: Any, position_ids: Any, start: int, *, final_norm: bool = True
+    model: Any,
+    hidden: Any,
+    attention_mask: Any,
+    position_ids: Any,
+    start: int,
+    *,
+    final_norm: bool = True,
+    end: int | None = None,
+    and_mask_function: Any = None,
 ) -> Any:
-    """Run blocks ``start..L-1`` (and the final norm) of ``model`` on residual-stream states ``hidden``.
+    """Run blocks ``start..end-1`` (default: to the last; then the final norm) of ``model`` on
+    residual-stream states ``hidden``.
+
+    ``end`` stops before block ``end`` (no final norm then); ``and_mask_function`` restricts attention
+    further (see :func:`_layer_inputs`).
 
     Example
     -------
@@ -65,13 +83,14 @@ def replay_blocks(
     True
     """
     base = base_model(model)
-    layer_inputs = _layer_inputs(model, hidden, attention_mask, position_ids)
+    layer_inputs = _layer_inputs(model, hidden, attention_mask, position_ids, and_mask_function)
     h = hidden
-    for i in range(start, len(base.layers)):
+    stop = len(base.layers) if end is None else int(end)
+    for i in range(start, stop):
         mask, pe = layer_inputs(i)
         out = base.layers[i](h, attention_mask=mask, position_embeddings=pe, position_ids=position_ids)
         h = out[0] if isinstance(out, tuple) else out
-    return base.norm(h) if final_norm else h
+    return base.norm(h) if final_norm and stop == len(base.layers) else h
 
 
 class PrefixCache:
@@ -145,17 +164,52 @@ class PrefixCache:
         with torch.no_grad():
             for s in range(0, len(seqs), batch_size):
                 sl = slice(s, s + batch_size)
+                # run each chunk only over its own real columns (exact: pads are masked and carry no
+                # information); the stored states are zero at the columns a chunk does not use
+                cols = torch.nonzero(self.attention_mask[sl].any(0))[:, 0]
+                lo, hi = int(cols[0]), int(cols[-1]) + 1
                 with trace(model, [site], stop_after="auto") as tr:
                     dev = model_device(inner)
                     tr.run(
-                        self.input_ids[sl].to(dev),
-                        attention_mask=self.attention_mask[sl].to(dev),
-                        position_ids=self.position_ids[sl].to(dev),
+                        self.input_ids[sl, lo:hi].to(dev),
+                        attention_mask=self.attention_mask[sl, lo:hi].to(dev),
+                        position_ids=self.position_ids[sl, lo:hi].to(dev),
                         use_cache=False,
                         logits_to_keep=1,
                     )
-                parts.append(tr[site])
+                h = tr[site]
+                if hi - lo != self.input_ids.shape[1]:
+                    full = h.new_zeros((h.shape[0], self.input_ids.shape[1], h.shape[2]))
+                    full[:, lo:hi] = h
+                    h = full
+                parts.append(h)
         self.hidden = torch.cat(parts, dim=0)
+
+    @classmethod
+    def from_states(cls, model: Any, k_top: int, hidden: Any, input_ids: Any, attention_mask: Any) -> PrefixCache:
+        """A cache built from stored ``hidden_states[L - k_top]`` (e.g. read back from disk), no bottom pass.
+
+        The caller is responsible for the states belonging to ``model``'s bottom blocks and these tokens
+        (``trustlab.llm.PolicyForward`` checks a fingerprint before using stored states).
+        """
+        n_layers = dims(unwrap(model)).n_layers
+        if isinstance(k_top, bool) or not isinstance(k_top, int | np.integer) or not 1 <= k_top <= n_layers:
+            raise ConfigError(
+                f"The 'k_top' argument of PrefixCache.from_states must be an int in [1, {n_layers}]. "
+                f"Got {k_top!r} instead."
+            )
+        ids, mask = torch.as_tensor(input_ids).long(), torch.as_tensor(attention_mask).long()
+        if ids.ndim != 2 or mask.shape != ids.shape or tuple(hidden.shape[:2]) != tuple(ids.shape):
+            raise InputError(
+                "PrefixCache.from_states needs input_ids and attention_mask of one [N, T] shape and hidden "
+                f"[N, T, d]. Got {tuple(ids.shape)}, {tuple(mask.shape)} and {tuple(hidden.shape)}."
+            )
+        self = cls.__new__(cls)
+        self.model, self.k_top, self.start = model, int(k_top), n_layers - int(k_top)
+        self.input_ids, self.attention_mask = ids, mask
+        self.position_ids = position_ids_from_mask(mask)
+        self.hidden = hidden
+        return self
 
     def __len__(self) -> int:
         return int(self.hidden.shape[0])

@@ -280,22 +280,11 @@ def encode_responses(
             f"encode_responses needs as many prompts as responses (at least one). Got {len(prompts)} prompts "
             f"and {len(responses)} responses."
         )
-    texts = [_chat_prompt(tokenizer, p, system) if chat else p for p in prompts]
-    # a chat template already holds the special tokens; a raw prompt gets the tokenizer's own (e.g. BOS)
-    p_ids = tokenizer(list(texts), add_special_tokens=not chat)["input_ids"]
-    r_ids = tokenizer(list(responses), add_special_tokens=False)["input_ids"]
-    seqs, masks = [], []
-    for i, (p, r) in enumerate(zip(p_ids, r_ids)):
-        r = list(r) + ([tokenizer.eos_token_id] if add_eos else [])
-        if not p:
-            raise InputError(f"Prompt {i} has no tokens; a response needs at least one token before it.")
-        if not r:
-            raise InputError(f"Response {i} has no tokens.")
-        seqs.append(list(p) + r)
-        masks.append([0] * len(p) + [1] * len(r))
-    ids, att = pad_batch(seqs, _pad_id(None, tokenizer), padding_side)
-    resp, _ = pad_batch(masks, 0, padding_side)
-    return EncodedBatch(ids, att, resp.bool())
+    from trustlab.llm._tokenize_pairs import _encode  # the one (prompt, response) tokeniser
+
+    seqs = _encode(tokenizer, prompts, responses, chat=chat, system=system, add_eos=add_eos, max_length=None,
+                   max_prompt_length=None, owner="encode_responses")
+    return seqs.padded(padding_side)
 
 
 @validate_args(model=[LanguageModel()], tokenizer=[Tokenizer()], prompts=[TEXTS], responses=[TEXTS],
@@ -446,8 +435,16 @@ def generate(
     chat: bool = True,
     system: str | None = None,
     batch_size: int = 8,
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    top_k: int | None = None,
+    random_state: Any = None,
 ) -> list[str]:
-    """Greedy continuations of ``prompts`` (through the chat template by default), batched.
+    """Greedy (default) or sampled continuations of ``prompts`` (through the chat template by default), batched.
+
+    With ``do_sample=True`` tokens are drawn at ``temperature`` (nucleus ``top_p``, optional ``top_k``);
+    the draws are seeded from ``random_state`` and leave the global RNG states unchanged.
 
     Example
     -------
@@ -473,10 +470,23 @@ def generate(
         raise InputError(
             f"A prompt plus max_new_tokens={max_new_tokens} exceeds the model's context of {n_ctx}."
         )
+    if do_sample and (not isinstance(temperature, int | float) or isinstance(temperature, bool) or temperature <= 0
+                      or not isinstance(top_p, int | float) or not 0 < top_p <= 1):
+        raise ConfigError(
+            f"Sampling in generate needs temperature > 0 and top_p in (0, 1]. Got {temperature!r} and {top_p!r}."
+        )
+    from trustlab.core.seeding import check_random_state, isolated_global_rng, spawn_seed
+
+    seed = spawn_seed(check_random_state(random_state, owner="generate")) if do_sample else None
+    sampling = (
+        {"do_sample": True, "temperature": float(temperature), "top_p": float(top_p), "top_k": top_k or 0}
+        if do_sample
+        else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+    )
     pad = _pad_id(unwrap(model), tok)
     eos = tok.eos_token_id
     results: list[str] = []
-    with torch.no_grad():
+    with torch.no_grad(), isolated_global_rng(seed):
         for s in range(0, len(seqs), batch_size):
             ids, mask = pad_batch(seqs[s : s + batch_size], pad, "left")
             ids, mask = ids.to(model_device(model)), mask.to(model_device(model))
@@ -484,12 +494,9 @@ def generate(
                 input_ids=ids,
                 attention_mask=mask,
                 max_new_tokens=max_new_tokens,
-                do_sample=False,
-                temperature=None,
-                top_p=None,
-                top_k=None,
                 pad_token_id=pad,
                 eos_token_id=eos,
+                **sampling,
             )
             results += tok.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
     return results
