@@ -75,20 +75,12 @@ def test_each_experiment_declares_its_quick_expectations(exp_id):
     assert len(set(expected)) == len(expected), f"{exp_id}: duplicate ids in QUICK_EXPECTED_PASS"
 
 
-#: TRANSITIONAL (issue 14): packages whose PAPER is not yet the one object shared by method and experiment
-#: (defined once in the method package, imported by the experiment); this set must end empty.
-PAPER_PENDING = {"amun", "deception", "iclheads", "softshape", "xhacking"}
-
-
 @pytest.mark.parametrize("pkg", PACKAGES or ["<none>"])
 def test_paper_info_has_one_source(pkg):
     if pkg == "<none>":
         pytest.skip("no method package yet")
     module = importlib.import_module(f"trustlab.methods.{pkg}")
     shared = "PAPER" in getattr(module, "__all__", ()) and get_experiment(pkg).paper is getattr(module, "PAPER", None)
-    if pkg in PAPER_PENDING:
-        assert not shared, f"{pkg} now shares its PAPER: remove it from PAPER_PENDING"
-        pytest.skip(f"{pkg}: PAPER not yet shared (transitional)")
     assert shared, (f"trustlab.methods.{pkg} must export PAPER (a PaperInfo) and trustlab.experiments.{pkg} must "
                     f"import it (from trustlab.methods.{pkg} import PAPER), not define its own")
 

@@ -16,12 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.base import PaperInfo
 from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.methods.licensing import PAPER as PAPER
 from trustlab.results.result import Result
 
-PAPER = PaperInfo(title="Position: AI Safety Should Prioritize the Future of Work (Hazra, Majumder, Chakrabarty)",
-                  venue="ICML 2025", arxiv="2504.13959")
 TITLE = "Collective licensing: a contributor compensation report by data valuation"
 EXTRAS: tuple[str, ...] = ()
 
