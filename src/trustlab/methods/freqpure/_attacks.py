@@ -233,7 +233,10 @@ class TransferPGD(_AttackBase):
         atk = kind(self.classifier, eps=budget, alpha=float(self.step_size) * budget, steps=self.steps,
                    random_start=bool(self.random_start))
         # torchattacks draws its random start from the global torch RNG: the verb scope seeds and restores it
-        return atk(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y)).numpy().astype(np.float64)
+        adv = atk(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y)).numpy().astype(np.float64)
+        # torchattacks' L2 random start divides by the float32 norm of a delta that underflows for budgets
+        # below float32 resolution (NaN); such images stay at the input (the projection keeps the budget)
+        return np.where(np.isfinite(adv), adv, x)
 
 
 class PGDEOT(_AttackBase):

@@ -239,7 +239,13 @@ def _model_from(weights: dict[str, Any], cfg: dict[str, Any]) -> DiffusionModel:
 
 
 # ----------------------------------------------------------------------------------------------- files
-@validate_args(model=[DiffusionModel], path="no_validation", metadata=[dict, None])
+def _save_example() -> dict[str, Any]:
+    cfg = {"in_channels": 1, "image_size": [8, 8], "channels": [4, 4], "t_dim": 8, "n_steps": 10, "beta_start": 1e-4,
+           "beta_end": 0.02, "seed": 0}
+    return {"model": _model_from(_build_net(cfg).state_dict(), cfg), "path": "never-written.safetensors"}
+
+
+@validate_args(_save_example, model=[DiffusionModel], path="no_validation", metadata=[dict, None])
 def save_ddpm(model: DiffusionModel, path: Any, *, metadata: dict[str, Any] | None = None) -> str:
     """Write ``model``'s weights as safetensors (atomically) with its configuration in the header; returns
     the weights' content fingerprint (:func:`trustlab.core.hashing.content_hash`)."""
