@@ -103,6 +103,29 @@ def test_training_resumes_exactly_and_weights_round_trip(tmp_path):
         fp.train_ddpm(X * 2, epochs=1)
 
 
+def test_retrain_command_writes_weights_and_provenance(tmp_path):
+    """The train-ddpm path end to end on a tiny net: chunked, resumed, then the weights and provenance."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    out, ck = tmp_path / "w.safetensors", tmp_path / "ck.pt"
+    runner = CliRunner()
+    args = ["freqpure", "train-ddpm", "--out", str(out), "--epochs", "2", "--checkpoint", str(ck), "--chunk", "1",
+            "--channels", "8,8", "--threads", "1"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0 and "unfinished" in first.output and not out.exists()
+    second = runner.invoke(app, args)
+    assert second.exit_code == 0 and "weights written" in second.output, second.output
+    prov = json.loads((tmp_path / "provenance.json").read_text())
+    assert prov["config"]["epochs"] == 2 and prov["size_bytes"] == out.stat().st_size
+    assert fp.ddpm_from_bytes(out.read_bytes(), expected_fingerprint=prov["fingerprint"]).image_shape == (1, 16, 16)
+    bad = runner.invoke(app, ["freqpure", "train-ddpm", "--out", str(out), "--chunk", "1"])
+    assert bad.exit_code != 0 and "--chunk needs --checkpoint" in bad.output
+
+
 def test_unet_size_and_shipped_weights(model):
     import trustlab
 
