@@ -428,8 +428,9 @@ def make_executor(kind: str | Executor = "local", *, address: str | None = None,
     return RayExecutor(address, workers, threads_per_task=threads_per_task)
 
 
-@validate_args(executor=[InstanceOf(Executor), None], fn=[CallableRule()], items=[InstanceOf(Sequence)],
-               seed=[Interval(int, 0, 2**32 - 1)], show_progress=[Boolean()])
+@validate_args(lambda: {"executor": None, "fn": abs, "items": [1]}, executor=[InstanceOf(Executor), None],
+               fn=[CallableRule()], items=[InstanceOf(Sequence)], seed=[Interval(int, 0, 2**32 - 1)],
+               desc=[InstanceOf(str)], show_progress=[Boolean()])
 def map_items(executor: Executor | None, fn: Callable[[Any], Any], items: Sequence[Any], *, seed: int = 0,
               desc: str = "", show_progress: bool = False) -> list[Any]:
     """``executor.map(...)``, or a :class:`LocalExecutor`'s when ``executor`` is None (what methods call)."""
