@@ -348,14 +348,13 @@ class RayExecutor(Executor):
             return
         ray = require("ray", extra="dist", purpose="the Ray executor")
         if not ray.is_initialized():
-            kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False,
-                                  "namespace": "trustlab"}
+            kw: dict[str, Any] = {"log_to_driver": False, "configure_logging": False, "namespace": "trustlab"}
             if self.address is not None:
                 _check_reachable(self.address, self.connect_timeout_s)
                 kw["address"] = self.address
-            else:
-                kw.update(num_cpus=(self.workers or os.cpu_count() or 1) * (self.threads_per_task or 1),
-                          _node_ip_address="127.0.0.1")
+            else:  # "local": always a new runtime, never a cluster someone else started on this machine
+                kw.update(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
+                          num_cpus=(self.workers or os.cpu_count() or 1) * (self.threads_per_task or 1))
             with _env_defaults(RAY_USAGE_STATS_ENABLED="0", RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO="0"), \
                     warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
