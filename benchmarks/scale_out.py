@@ -7,8 +7,8 @@ Run under both CPU slots: ``/work/notes/cpu -2 .venv/bin/python benchmarks/scale
 2. RMIA reference models: ``fit_reference_models`` with AMUN's default setting (16 MLPs 64-256-256-10, 60
    epochs on noisy digits), local vs ray with 2 workers, 1 thread per task; the logits must be equal.
 3. ``trustlab reproduce --quick`` wall time, local vs ``--executor ray --workers 2`` (both 1 thread per
-   experiment), claims and summaries compared. Default set, by rule: every experiment whose extras do not
-   include ``llm`` (``--all`` for every experiment). Target >= 1.6x on 2 cores.
+   experiment); claim outcomes and summaries (minus wall-clock keys) compared. Default set, by rule: every
+   experiment whose extras do not include ``llm`` (``--all`` for every experiment). Target >= 1.6x on 2 cores.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -82,9 +83,13 @@ def _reproduce(ids: list[str], out: Path, *extra: str) -> tuple[float, dict]:
     for exp in ids:
         (path,) = (out / exp / "quick").glob("*.json")
         d = json.loads(path.read_text())
-        found[exp] = {"claims": [(c["id"], c["passed"], c["observed"]) for c in d["claims"]], "summary": d["summary"],
-                      "error": d["provenance"].get("error")}
+        found[exp] = {"claims": [(c["id"], c["passed"]) for c in d["claims"]], "error": d["provenance"].get("error"),
+                      "summary": {k: v for k, v in d["summary"].items() if not _TIMING.search(k)}}
     return wall, found
+
+
+#: summary keys that hold wall-clock times (never equal between two runs)
+_TIMING = re.compile(r"(time|_s$|_s_|speed|warmup|seconds|per_ref)")
 
 
 def reproduce(all_: bool, workers: int = 2) -> dict:
