@@ -154,3 +154,25 @@ def test_process_executor_global_state_of_the_caller_is_untouched(pool):
     pool.map(tasks.global_draws, [0, 1])
     LocalExecutor().map(tasks.global_draws, [0, 1])
     assert (random.random(), np.random.rand()) == a
+
+
+def test_cli_refuses_a_bad_executor_and_an_unreachable_address(tmp_path):
+    pytest.importorskip("ray")
+    import socket
+
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["run", "licensing", "--quick", "--executor", "dask", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "'kind' argument of make_executor" in res.output
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.perf_counter()
+    res = runner.invoke(app, ["reproduce", "licensing", "--quick", "--executor", "ray", "--address",
+                              f"127.0.0.1:{port}", "--out", str(tmp_path), "--no-progress"])
+    assert res.exit_code == 2 and "names no reachable Ray cluster" in res.output, res.output
+    assert time.perf_counter() - t0 < 30
+    assert not list(tmp_path.rglob("*.json"))  # nothing ran, nothing written
