@@ -1,6 +1,6 @@
 """The executor interface (trustlab.core.executor): local and process pools give the same results in order,
 retry a failed task once, report a task that fails twice with its item and traceback, and clean up.
-Ray runs live in tests/dist (marker ``dist``; they start a Ray runtime)."""
+Ray runs live in tests/scaleout (marker ``dist``; they start a Ray runtime)."""
 
 from __future__ import annotations
 
