@@ -170,10 +170,13 @@ def run(
     from trustlab.experiments.runner import run_experiment
 
     try:
+        # plain `--executor local`: exactly the in-process run (methods' own loops); otherwise every mapped
+        # unit is a task with `threads_per_task` threads (1 by default), the same on every executor
+        plain = executor == "local" and threads_per_task is None and address is None and workers is None
         with _make_executor(executor, address, workers, 1 if threads_per_task is None else threads_per_task) as ex:
             result, path = run_experiment(exp_id, _parse_mode(quick, mode), seeds=seeds, overrides=set_ or [],
                                           out_dir=out, budget_s=budget, strict_budget=strict_budget,
-                                          show_progress=progress, executor=ex)
+                                          show_progress=progress, executor=None if plain else ex)
     except TrustlabError as exc:
         if debug:
             raise
