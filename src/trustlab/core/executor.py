@@ -139,7 +139,7 @@ class Executor:
             show_progress: bool = False, on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
         """``[fn(item) for item in items]``, each call run as a task (order kept).
 
-        ``seed`` derives each task's global RNG seed (``derive_seed(seed, index)``); ``desc`` names the
+        ``seed`` derives each task's global RNG seed (``derive_seed(seed, "task", index)``); ``desc`` names the
         tasks in the progress bar and in errors; ``on_result(index, value)`` is called in this process as
         each task finishes (in completion order).
         """
