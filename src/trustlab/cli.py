@@ -102,6 +102,17 @@ def _claims_table(results: list) -> Table:
 
 
 _BUDGET_HELP = "a hard wall-clock limit in seconds (the mode's own budget is only a target)"
+_EXECUTOR_HELP = "where independent tasks run: local (in this process), process (a local pool) or ray"
+_ADDRESS_HELP = "a running Ray cluster (host:port) for --executor ray; default: start one on 127.0.0.1"
+_WORKERS_HELP = "process-pool size, or CPUs of the local Ray runtime (default: all cores)"
+_THREADS_HELP = "BLAS/torch threads of each task (default 1 for mapped units; reproduce: inherited when local)"
+
+
+def _make_executor(kind: str, address: str | None, workers: int | None, threads: int | None) -> Any:
+    """The executor the CLI options ask for (TrustlabError for bad values)."""
+    from trustlab.core.executor import make_executor
+
+    return make_executor(kind, address=address, workers=workers, threads_per_task=threads)
 _STRICT_HELP = "stop an experiment that runs past its mode's budget (by default a run goes on and is flagged)"
 
 
@@ -150,14 +161,22 @@ def run(
     strict_budget: Annotated[bool, typer.Option("--strict-budget", help=_STRICT_HELP)] = False,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
     debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an error")] = False,
+    executor: Annotated[str, typer.Option(help=_EXECUTOR_HELP)] = "local",
+    address: Annotated[str | None, typer.Option(help=_ADDRESS_HELP)] = None,
+    workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
+    threads_per_task: Annotated[int | None, typer.Option("--threads-per-task", help=_THREADS_HELP)] = None,
 ) -> None:
     """Run one experiment and write its result JSON; prints its claims table (exit 1 if a claim FAILs)."""
     from trustlab.experiments.runner import run_experiment
 
     try:
-        result, path = run_experiment(exp_id, _parse_mode(quick, mode), seeds=seeds, overrides=set_ or [],
-                                      out_dir=out, budget_s=budget, strict_budget=strict_budget,
-                                      show_progress=progress)
+        # plain `--executor local`: exactly the in-process run (methods' own loops); otherwise every mapped
+        # unit is a task with `threads_per_task` threads (1 by default), the same on every executor
+        plain = executor == "local" and threads_per_task is None and address is None and workers is None
+        with _make_executor(executor, address, workers, 1 if threads_per_task is None else threads_per_task) as ex:
+            result, path = run_experiment(exp_id, _parse_mode(quick, mode), seeds=seeds, overrides=set_ or [],
+                                          out_dir=out, budget_s=budget, strict_budget=strict_budget,
+                                          show_progress=progress, executor=None if plain else ex)
     except TrustlabError as exc:
         if debug:
             raise
@@ -192,6 +211,10 @@ def reproduce(
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
     debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an experiment that raised")] = False,
     isolate: Annotated[bool, typer.Option(help="run each experiment in its own process")] = True,
+    executor: Annotated[str, typer.Option(help=_EXECUTOR_HELP + " (one task per experiment)")] = "local",
+    address: Annotated[str | None, typer.Option(help=_ADDRESS_HELP)] = None,
+    workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
+    threads_per_task: Annotated[int | None, typer.Option("--threads-per-task", help=_THREADS_HELP)] = None,
 ) -> None:
     """Run experiments, each in its own process, and print one claims table.
 
@@ -212,6 +235,17 @@ def reproduce(
     chosen = known if all_ else list(ids or [])
     _check_ids(chosen, known)
     m = _parse_mode(quick, mode)
+    if isolate:
+        threads = threads_per_task if threads_per_task is not None or executor == "local" else 1
+        try:
+            ex = _make_executor(executor, address, workers, threads)
+        except TrustlabError as exc:
+            _fail(exc)
+        results = _reproduce_on(ex, chosen, m, out, budget, strict_budget, progress)
+        if report is not None:
+            _write_report(out, report)
+        _finish(results, debug)
+        return
     results = []
     for i, exp_id in enumerate(chosen, 1):
         err.print(f"[{i}/{len(chosen)}] {exp_id} [{m}] ...", highlight=False)
@@ -232,6 +266,36 @@ def reproduce(
     if report is not None:
         _write_report(out, report)
     _finish(results, debug)
+
+
+def _reproduce_on(ex: Any, chosen: list[str], mode: str, out: Path, budget: float | None, strict_budget: bool,
+                  progress: bool) -> list:
+    """Each experiment as one isolated task on ``ex``; results saved here as they finish, in ``chosen`` order."""
+    import functools
+
+    from trustlab.experiments._isolated import reproduce_task
+    from trustlab.experiments.runner import _save
+    from trustlab.results.result import Result
+
+    results: list[Any] = [None] * len(chosen)
+    t0 = time.perf_counter()
+
+    def done(i: int, data: dict) -> None:
+        results[i] = Result.from_dict(data)
+        _save(results[i], out)
+        err.print(f"[{sum(r is not None for r in results)}/{len(chosen)}] {chosen[i]}: {_one_line(results[i])} "
+                  f"({time.perf_counter() - t0:.0f} s since start)", highlight=False)
+
+    task = functools.partial(reproduce_task, mode=mode, budget_s=budget, strict_budget=strict_budget,
+                             threads=ex.threads_per_task)
+    err.print(f"{len(chosen)} experiment(s) [{mode}] on {ex!r} ...", highlight=False)
+    try:
+        with ex:
+            ex.map(task, chosen, desc="experiments", show_progress=progress and ex.name != "local",
+                   on_result=done)
+    except TrustlabError as exc:
+        _fail(exc)
+    return results
 
 
 def _one_line(result: Any) -> str:

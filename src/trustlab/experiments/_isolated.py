@@ -11,6 +11,7 @@ the other experiments go on.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -22,7 +23,7 @@ from typing import Any
 
 from trustlab.results.result import Result
 
-__all__ = ["Outcome", "run_isolated", "error_result"]
+__all__ = ["Outcome", "run_isolated", "error_result", "reproduce_task", "thread_env"]
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,12 @@ def _config_of(exp_id: str, mode: str) -> dict[str, Any]:
 
 def run_isolated(exp_id: str, mode: str = "quick", *, out_dir: str | Path | None = "runs",
                  overrides: tuple[str, ...] = (), budget_s: float | None = None, strict_budget: bool = False,
-                 show_progress: bool = True, timeout_s: float | None = None) -> Outcome:
-    """Run ``exp_id`` in a fresh Python process; never raises for the experiment's own errors."""
+                 show_progress: bool = True, timeout_s: float | None = None,
+                 env: dict[str, str] | None = None) -> Outcome:
+    """Run ``exp_id`` in a fresh Python process; never raises for the experiment's own errors.
+
+    ``env`` adds (or replaces) environment variables of the child process only (e.g. :func:`thread_env`).
+    """
     import trustlab.experiments as pkg
     from trustlab.experiments.runner import _save
 
@@ -71,7 +76,8 @@ def run_isolated(exp_id: str, mode: str = "quick", *, out_dir: str | Path | None
         req_path.write_text(json.dumps(request))
         cmd = [sys.executable, "-m", "trustlab.experiments._isolated", str(req_path)]
         try:
-            proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, timeout=timeout_s, check=False)
+            child_env = None if env is None else {**os.environ, **env}
+            proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, timeout=timeout_s, check=False, env=child_env)
             code: int | str = proc.returncode
         except subprocess.TimeoutExpired:
             code = f"timeout after {timeout_s} s"
@@ -90,6 +96,24 @@ def run_isolated(exp_id: str, mode: str = "quick", *, out_dir: str | Path | None
         result = error_result(exp_id, mode, "WorkerDied", f"the experiment's process ended without a result ({why})",
                               config=_config_of(exp_id, mode))
     return Outcome(result, _save(result, out_dir), seconds)
+
+
+def thread_env(threads: int | None) -> dict[str, str] | None:
+    """Environment that starts a child's BLAS/OpenMP/torch pools with ``threads`` threads (None: inherit)."""
+    if threads is None:
+        return None
+    return {k: str(int(threads)) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+
+
+def reproduce_task(exp_id: str, *, mode: str, budget_s: float | None, strict_budget: bool,
+                   threads: int | None) -> dict[str, Any]:
+    """One experiment of ``reproduce`` as an executor task: run isolated, return the Result as a dict.
+
+    Nothing is written where the task runs (a worker may be another machine); the caller saves the result.
+    """
+    out = run_isolated(exp_id, mode, out_dir=None, budget_s=budget_s, strict_budget=strict_budget,
+                       show_progress=False, env=thread_env(threads))
+    return out.result.to_dict()
 
 
 def _child(request_path: str) -> int:

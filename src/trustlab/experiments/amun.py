@@ -144,7 +144,8 @@ def _setup(cfg: Config, ctx: RunContext, res: Result) -> _Env:
     refs = A.fit_reference_models(make_model, X, y, cfg.n_refs,
                                   spec=A.SGDSpec(epochs=cfg.ref_epochs, lr=cfg.train_lr, momentum=0.9, batch_size=64),
                                   seed=cfg.data_seed,
-                                  progress=lambda it: ctx.progress(it, desc="reference models", total=cfg.n_refs))
+                                  progress=lambda it: ctx.progress(it, desc="reference models", total=cfg.n_refs),
+                                  executor=ctx.executor)
     res.summary["rmia_refs_s"] = time.perf_counter() - t0
     res.summary["rmia_per_ref_s"] = refs.per_model_s
     ctx.check_budget("reference models")

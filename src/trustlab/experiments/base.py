@@ -90,6 +90,8 @@ class RunContext:
     budget_s: float | None = None
     show_progress: bool = True
     strict_budget: bool = False
+    #: the :class:`~trustlab.core.executor.Executor` that :meth:`map` runs tasks on (None: in this process)
+    executor: Any = None
     started: float = field(default_factory=time.perf_counter)
     log: list[str] = field(default_factory=list)
     untimed_s: dict[str, float] = field(default_factory=dict)
@@ -152,6 +154,16 @@ class RunContext:
         from tqdm.auto import tqdm
 
         yield from tqdm(iterable, desc=desc, total=total, leave=False)
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], desc: str = "") -> list[Any]:
+        """``[fn(item) for item in items]`` through the run's executor (local, process pool or Ray), for the
+        independent units a run loops over (seeds, trials, grid points). Order is kept, each task's global
+        RNGs are seeded from the run's first seed and the task's index, and one progress bar counts the
+        finished tasks across workers. ``fn`` must not rely on changing ``ctx`` (a worker gets a copy)."""
+        from trustlab.core.executor import map_items
+
+        return map_items(self.executor, fn, list(items), seed=int(self.seeds[0]), desc=desc,
+                         show_progress=self.show_progress)
 
     def note(self, message: str) -> None:
         self.log.append(message)

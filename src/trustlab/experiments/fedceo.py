@@ -300,10 +300,18 @@ def _summarise_a4(cfg: Config, res: Result, rows: list[dict[str, Any]]) -> None:
     res.summary["prv_eps_error"] = cfg.prv_eps_error
 
 
+def _seed_task(cfg: Config, seed: int) -> list[dict[str, Any]]:
+    """One seed's runs as an executor task (a worker has no budget clock: checked after all seeds)."""
+    return _seed_runs(cfg, RunContext(seeds=(seed,), show_progress=False), seed)
+
+
 def _end_to_end(cfg: Config, ctx: RunContext, res: Result) -> None:
+    import functools
+
     rows: list[dict[str, Any]] = []
-    for seed in ctx.progress(cfg.seeds, desc="fedceo seeds"):
-        rows += _seed_runs(cfg, ctx, seed)
+    for seed_rows in ctx.map(functools.partial(_seed_task, cfg), cfg.seeds, desc="fedceo seeds"):
+        rows += seed_rows
+    ctx.check_budget("fedceo seeds")
     _record(res, rows)
     _summarise_a3(cfg, res, rows)
     _summarise_a4(cfg, res, rows)

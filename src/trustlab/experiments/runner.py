@@ -26,6 +26,7 @@ from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.base import PaperInfo
 from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options
 from trustlab.core.exceptions import ConfigError, UnknownNameError, did_you_mean
+from trustlab.core.executor import Executor
 from trustlab.core.seeding import isolated_global_rng, thread_settings
 from trustlab.core.threads import preserve_torch_threads
 from trustlab.experiments.base import MODES, Claim, ExperimentConfig, RunContext, evaluate_claims
@@ -225,12 +226,12 @@ def _resolve_config(exp: Experiment, mode: str, seeds: Sequence[int] | None, ove
     exp_id=[InstanceOf(str)], mode=[Options(MODES)], seeds=[SequenceOf(Interval(int, 0, None)), None],
     overrides=[SequenceOf(InstanceOf(str), min_len=0)], out_dir=[InstanceOf(str, os.PathLike), None],
     budget_s=[Interval("real", 0, None, closed="neither"), None], strict_budget=[Boolean()],
-    show_progress=[Boolean()],
+    show_progress=[Boolean()], executor=[InstanceOf(Executor), None],
 )
 def run_experiment(
     exp_id: str, mode: str = "quick", *, seeds: Sequence[int] | None = None, overrides: Iterable[str] = (),
     out_dir: str | Path | None = "runs", budget_s: float | None = None, strict_budget: bool = False,
-    show_progress: bool = True,
+    show_progress: bool = True, executor: Executor | None = None,
 ) -> tuple[Result, Path | None]:
     """Run one experiment, evaluate its claims, add provenance and write ``<out>/<id>/<mode>/<utc>.json``.
 
@@ -239,14 +240,16 @@ def run_experiment(
     ``strict_budget=True`` makes it a hard stop (:class:`BudgetExceededError` at the next
     ``ctx.check_budget``). Time inside ``ctx.untimed(...)`` blocks is recorded separately and not
     measured. The experiment starts from global RNGs seeded with its first seed, and the caller's RNG,
-    thread, warnings and matplotlib state is restored afterwards.
+    thread, warnings and matplotlib state is restored afterwards. ``executor`` runs the units the
+    experiment maps over (``ctx.map``: seeds, trials, reference models; default: in this process); the
+    caller owns it (and closes it).
     """
     exp = get_experiment(exp_id)
     cfg, overrides = _resolve_config(exp, mode, seeds, overrides)
     strict = strict_budget or budget_s is not None
     budget = budget_s if budget_s is not None else exp.config_cls.budgets.get(mode)
     ctx = RunContext(seeds=tuple(cfg.seeds), out_dir=Path(out_dir) if out_dir else None, budget_s=budget,
-                     show_progress=show_progress, strict_budget=strict)
+                     show_progress=show_progress, strict_budget=strict, executor=executor)
     t0 = time.perf_counter()
     _import_torch_first(exp)
     with _restored_global_state(int(cfg.seeds[0])):
@@ -261,7 +264,8 @@ def run_experiment(
     result.provenance.update(_provenance(), seeds=list(cfg.seeds), wall_time_s=round(wall, 3),
                              timed_s=round(timed, 3), untimed_s=untimed, budget_s=budget, strict_budget=strict,
                              within_budget=budget is None or timed <= budget, overrun_at=ctx.overrun_at,
-                             overrides=overrides, paper=dataclasses.asdict(exp.paper))
+                             overrides=overrides, paper=dataclasses.asdict(exp.paper),
+                             executor=repr(executor) if executor is not None else "local (in process)")
     result.claims = evaluate_claims(result, exp.claims)
     return result, _save(result, out_dir)
 

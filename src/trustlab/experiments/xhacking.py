@@ -187,7 +187,8 @@ def _vulnerability(cfg: Config, ctx: RunContext, res: Result, synth: dict[str, A
     info, sn, sctx = synth["info"], synth["names"], synth["context"]
     informative = [d["name"] for d in info if d["role"] in ("target", "independent")]
     vul = achievable_drop(None, None, informative, eps=cfg.eps, budget=cfg.vuln_budget, sampler="tpe",
-                          seeds=cfg.vuln_seeds, search_space=synth["space"], n_startup_trials=cfg.startup, context=sctx)
+                          seeds=cfg.vuln_seeds, search_space=synth["space"], n_startup_trials=cfg.startup, context=sctx,
+                          executor=ctx.executor)
     r2, drop = [], []
     for f in informative:
         red = redundancy(sctx.X_tr, sn.index(f), random_state=cfg.seeds[0])

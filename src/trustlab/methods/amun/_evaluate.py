@@ -8,6 +8,7 @@ AUC is reported in percent for members = forget set, non-members = test set. 50 
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +21,7 @@ import numpy as np
 from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError
+from trustlab.core.executor import Executor
 from trustlab.core.seeding import isolated_global_rng
 from trustlab.methods.amun._data import (
     MODEL_RULE,
@@ -150,15 +152,18 @@ def _refs_example() -> dict[str, Any]:
 
 @validate_args(_refs_example, make_model=["callable"], X=[ArrayLike(ndim=(2, 3, 4))], y=_LABELS,
                n_models=[Interval(int, 2, None)], spec=[InstanceOf(SGDSpec), None], seed=_SEED,
-               progress=["callable", None])
+               progress=["callable", None], executor=[InstanceOf(Executor), None])
 def fit_reference_models(make_model: Callable[[], Any], X: Any, y: Any, n_models: int, *,
                          spec: SGDSpec | None = None, seed: int = 0,
-                         progress: Callable[[Any], Any] | None = None) -> ReferenceModels:
+                         progress: Callable[[Any], Any] | None = None,
+                         executor: Executor | None = None) -> ReferenceModels:
     """Train ``n_models`` reference models, each on a random half of the pool (X, y), in complementary
     pairs so that every point is IN for exactly half of them (``n_models`` must be even and >= 2).
 
     ``make_model()`` is called inside an isolated global RNG seeded with ``seed * 1000 + i`` (torch module
-    initialisation draws from it); the caller's global RNG state is unchanged afterwards.
+    initialisation draws from it); the caller's global RNG state is unchanged afterwards. With an
+    ``executor`` (:mod:`trustlab.core.executor`: a process pool or Ray) the models train as parallel tasks
+    (same logits as the same executor's local run); ``progress`` then is ignored (the executor shows one bar).
     """
     if n_models % 2:
         raise InputError(f"The 'n_models' argument of fit_reference_models must be even (complementary halves). "
@@ -175,14 +180,22 @@ def fit_reference_models(make_model: Callable[[], Any], X: Any, y: Any, n_models
         m[rng.permutation(n)[: n // 2]] = True
         masks += [m, ~m]
     t0 = time.perf_counter()
-    logits = []
-    it = range(n_models) if progress is None else progress(range(n_models))
-    for i in it:
-        with isolated_global_rng(seed * 1000 + i):
-            model = make_model()
-        sgd_train(model, X[masks[i]], y[masks[i]], spec, seed=seed * 1000 + i)
-        logits.append(logits_of(model, X))
+    task = functools.partial(_fit_reference, make_model, X, y, masks, spec, seed)
+    if executor is None:
+        logits = [task(i) for i in (range(n_models) if progress is None else progress(range(n_models)))]
+    else:
+        logits = executor.map(task, range(n_models), seed=seed, desc="reference models",
+                              show_progress=progress is not None)
     return ReferenceModels(np.stack(logits), np.stack(masks), time.perf_counter() - t0)
+
+
+def _fit_reference(make_model: Callable[[], Any], X: np.ndarray, y: np.ndarray, masks: list[np.ndarray],
+                   spec: SGDSpec | None, seed: int, i: int) -> np.ndarray:
+    """Reference model ``i``: trained on ``masks[i]``, its logits on every pool point (one executor task)."""
+    with isolated_global_rng(seed * 1000 + i):
+        model = make_model()
+    sgd_train(model, X[masks[i]], y[masks[i]], spec, seed=seed * 1000 + i)
+    return logits_of(model, X)
 
 
 def _rmia_example() -> dict[str, Any]:

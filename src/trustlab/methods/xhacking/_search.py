@@ -11,6 +11,7 @@ explanation metric ``E_f*(theta)`` (SHAP share, or its rank). A trial is *defens
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ import numpy as np
 from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Options, Satisfies, validate_value
 from trustlab.core.exceptions import ConfigError, InputError
+from trustlab.core.executor import Executor
 from trustlab.methods.xhacking._problem import EvalSettings, SearchContext, resolve_feature
 from trustlab.methods.xhacking._space import SearchSpace, default_space
 
@@ -272,6 +274,16 @@ def _run_study(result: XHackResult, context: SearchContext, space: SearchSpace, 
         result.best = pick(defensible, key=lambda t: _objective_value(t, ref, j, goal, metric))
 
 
+def _directed_search(context: SearchContext, kw: dict[str, Any], item: tuple[int, int]
+                     ) -> tuple[float, int, dict[str, Any] | None]:
+    """One directed minimisation of feature ``j`` with seed ``s``: (min share, #defensible, best config or None)."""
+    j, s = item
+    r = xhack(None, None, j, goal="minimise", random_state=s, context=context, **kw)
+    m = r.min_share
+    best = None if r.best is None or m == float(context.reference["share"][j]) else dict(r.best["config"])
+    return m, int(sum(t["defensible"] for t in r.trials)), best
+
+
 @dataclass
 class Vulnerability:
     """How far directed minimisations pushed one feature's SHAP share down within ``eps``.
@@ -296,11 +308,11 @@ class Vulnerability:
 
 
 @validate_args(**_DATA_RULES, features=[SequenceOf(FEATURE_RULE)], seeds=[SequenceOf(Interval(int, 0, 2**32 - 1))],
-               **_SEARCH_RULES)
+               **_SEARCH_RULES, executor=[None, InstanceOf(Executor)])
 def achievable_drop(X: Any, y: Any, features: Any, *, eps: float = 0.01, budget: int = 30, sampler: str = "tpe",
                     seeds: Any = (0,), search_space: SearchSpace | None = None, metric: str = "shap_share",
                     n_startup_trials: int | None = None, context: SearchContext | None = None,
-                    **context_kwargs: Any) -> dict[str, Vulnerability]:
+                    executor: Executor | None = None, **context_kwargs: Any) -> dict[str, Vulnerability]:
     """Vulnerability of each feature: the SHAP-share drop a *directed* minimisation reaches within ``eps``.
 
     For every feature ``f`` and every seed ``s`` one ``xhack(goal="minimise")`` search with the same
@@ -323,6 +335,10 @@ def achievable_drop(X: Any, y: Any, features: Any, *, eps: float = 0.01, budget:
         Shared split / reference / cache; otherwise built from ``context_kwargs`` (``feature_names``,
         ``reference``, ``n_background``, ``n_explain``, ``test_size``, ``explain_on``, ``scoring``,
         ``random_state``).
+    executor : Executor, optional
+        Runs the feature x seed searches as parallel tasks (:mod:`trustlab.core.executor`); each task gets a
+        copy of the context, so evaluations are not shared between searches (same results, more work).
+        Default: one after another in this process on the shared context.
 
     Returns
     -------
@@ -348,21 +364,20 @@ def achievable_drop(X: Any, y: Any, features: Any, *, eps: float = 0.01, budget:
         ref = context_kwargs.pop("reference", None)
         settings = EvalSettings(split_seed=rs, model_seed=rs, **context_kwargs)
         context = SearchContext(X, y, settings, feature_names=names, reference=ref, owner="achievable_drop")
-    out: dict[str, dict[str, Any]] = {}
-    for f in features:
-        j = resolve_feature(f, context.names, "achievable_drop")
+    cols = [resolve_feature(f, context.names, "achievable_drop") for f in features]
+    search = functools.partial(_directed_search, context, {
+        "eps": eps, "sampler": sampler, "budget": budget, "search_space": search_space, "metric": metric,
+        "n_startup_trials": n_startup_trials})
+    items = [(j, s) for j in cols for s in seeds]
+    runs = [search(it) for it in items] if executor is None else executor.map(search, items, desc="directed searches")
+    out: dict[str, Vulnerability] = {}
+    for k, j in enumerate(cols):
         e_ref = float(context.reference["share"][j])
-        drops, mins, ndef, bests = [], [], [], []
-        for s in seeds:
-            r = xhack(None, None, j, goal="minimise", eps=eps, sampler=sampler, budget=budget,
-                      search_space=search_space, metric=metric, n_startup_trials=n_startup_trials,
-                      random_state=s, context=context)
-            m = r.min_share
-            mins.append(m)
-            drops.append(max(0.0, 1.0 - m / e_ref) if e_ref > 0 else 0.0)
-            ndef.append(int(sum(t["defensible"] for t in r.trials)))
-            bests.append(None if r.best is None or m == e_ref else dict(r.best["config"]))
+        mine = runs[k * len(seeds):(k + 1) * len(seeds)]
+        mins = [m for m, _, _ in mine]
+        drops = [max(0.0, 1.0 - m / e_ref) if e_ref > 0 else 0.0 for m in mins]
         out[context.names[j]] = Vulnerability(drop=float(np.mean(drops)), drop_max=float(np.max(drops)),
-                                              drops=drops, min_share=mins, reference_share=e_ref, n_defensible=ndef,
-                                              best_trial=bests)
+                                              drops=drops, min_share=mins, reference_share=e_ref,
+                                              n_defensible=[n for _, n, _ in mine],
+                                              best_trial=[b for _, _, b in mine])
     return out

@@ -1,0 +1,48 @@
+"""Tiny executor tasks for tests and benchmarks (importable by every worker: process pools, Ray).
+
+``global_draws`` reads the global RNGs (so a test sees each task's seeding); ``fail_first`` fails on its first
+attempt per marker file (a retry test); ``always_fail`` never succeeds (a TaskError test).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["global_draws", "fail_first", "always_fail", "pid_of", "sleep_for"]
+
+
+def global_draws(item: Any) -> tuple[Any, float, float]:
+    """The item with one draw from Python's and one from NumPy's global RNG."""
+    return item, random.random(), float(np.random.rand())
+
+
+def fail_first(marker: str) -> str:
+    """Raise the first time it runs for ``marker`` (a file path it creates), succeed afterwards."""
+    path = Path(marker)
+    if not path.exists():
+        path.write_text("attempted")
+        raise RuntimeError(f"first attempt for {path.name}")
+    return path.name
+
+
+def always_fail(item: Any) -> None:
+    """Raise ValueError naming the item."""
+    raise ValueError(f"bad item {item!r}")
+
+
+def pid_of(item: Any) -> tuple[Any, int]:
+    """The item and the worker's process id."""
+    return item, os.getpid()
+
+
+def sleep_for(seconds: float) -> float:
+    """Sleep ``seconds`` and return them."""
+    import time
+
+    time.sleep(seconds)
+    return seconds

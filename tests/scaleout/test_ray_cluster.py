@@ -1,0 +1,135 @@
+"""Ray for real on loopback (marker ``dist``, run by .ci/run): a local runtime the executor starts and stops,
+and a ``ray start --head`` cluster on 127.0.0.1 that ``trustlab reproduce --executor ray --address`` uses.
+Results equal the local executor's for the same seeds; every runtime is stopped even when a test fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trustlab.core.executor import LocalExecutor, RayExecutor, TaskError
+from trustlab.testing import tasks
+
+pytestmark = [pytest.mark.dist]
+ray = pytest.importorskip("ray")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_local_ray_runtime_matches_the_local_executor_and_is_stopped(tmp_path):
+    pytest.importorskip("torch")
+    from trustlab.methods.amun import SGDSpec, fit_reference_models
+    from trustlab.models import MLP
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 5)).astype(np.float32), rng.integers(0, 3, 60)
+    spec = SGDSpec(epochs=2, lr=0.05, momentum=0.9, batch_size=16)
+
+    def make():
+        return MLP(5, 3, hidden=(8,))
+
+    local = LocalExecutor()
+    with RayExecutor(workers=2) as ex:
+        assert ex.map(tasks.global_draws, range(6), seed=2) == local.map(tasks.global_draws, range(6), seed=2)
+        assert len({pid for _, pid in ex.map(tasks.pid_of, range(6))}) >= 1
+        assert ex.map(tasks.fail_first, [str(tmp_path / "a"), str(tmp_path / "b")]) == ["a", "b"]  # retried once
+        with pytest.raises(TaskError, match="bad item 3") as info:
+            ex.map(tasks.always_fail, [3])
+        assert "always_fail" in info.value.traceback
+        r_ray = fit_reference_models(make, X, y, 4, spec=spec, seed=1, executor=ex)
+        assert ray.is_initialized()
+    r_loc = fit_reference_models(make, X, y, 4, spec=spec, seed=1, executor=local)
+    np.testing.assert_array_equal(r_ray.logits, r_loc.logits)
+    np.testing.assert_array_equal(r_ray.in_mask, r_loc.in_mask)
+    assert not ray.is_initialized()  # the runtime the executor started is gone
+
+
+@pytest.fixture
+def ray_head():
+    """``ray start --head --block`` on 127.0.0.1 in its own process group; the group is killed afterwards."""
+    port = _free_port()
+    tmp = tempfile.mkdtemp(prefix="tlray", dir="/tmp")  # short: Ray's unix sockets live below it
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+           f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={tmp}"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert proc.poll() is None, "ray start --head exited"
+                time.sleep(0.5)
+        time.sleep(2)  # the GCS answers before the raylet has registered
+        yield f"127.0.0.1:{port}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # --block: ray start stops the processes it started
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+#: the two fastest quick experiments whose claims and summaries hold no wall-clock times (chosen before running)
+EXPERIMENTS = ("fedceo", "licensing")
+
+
+def _reproduce(out: Path, *extra: str) -> dict:
+    cmd = [sys.executable, "-m", "trustlab", "reproduce", *EXPERIMENTS, "--quick", "--no-progress", "--out", str(out),
+           *extra]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
+    found = {}
+    for exp in EXPERIMENTS:
+        (path,) = (out / exp / "quick").glob("*.json")
+        data = json.loads(path.read_text())
+        found[exp] = {"summary": data["summary"], "claims": [(c["id"], c["passed"], c["observed"]) for c in data["claims"]],
+                      "executor": data["provenance"].get("executor")}
+    return found
+
+
+def test_reproduce_on_a_loopback_ray_cluster_equals_the_local_run(ray_head, tmp_path):
+    on_ray = _reproduce(tmp_path / "ray", "--executor", "ray", "--address", ray_head)
+    local = _reproduce(tmp_path / "local", "--threads-per-task", "1")
+    for exp in EXPERIMENTS:
+        assert on_ray[exp]["claims"] == local[exp]["claims"], exp
+        assert on_ray[exp]["summary"] == local[exp]["summary"], exp
+
+
+def test_xhacking_searches_on_ray_equal_the_in_process_searches():
+    pytest.importorskip("shap")
+    pytest.importorskip("optuna")
+    from trustlab.methods.xhacking import (
+        EvalSettings,
+        SearchContext,
+        achievable_drop,
+        make_redundant_classification,
+        tiny_space,
+    )
+
+    X, y, info = make_redundant_classification(240, rhos=(0.0, 0.95), n_independent=1, random_state=0)
+    names = [d["name"] for d in info]
+    kw = dict(budget=4, seeds=(0, 1), search_space=tiny_space(), n_startup_trials=2)
+    here = achievable_drop(None, None, ["t0", "t1"], context=SearchContext(
+        X, y, EvalSettings(n_background=15, n_explain=15), feature_names=names), **kw)
+    with RayExecutor(workers=2) as ex:
+        there = achievable_drop(None, None, ["t0", "t1"], context=SearchContext(
+            X, y, EvalSettings(n_background=15, n_explain=15), feature_names=names), executor=ex, **kw)
+    assert {k: v.to_dict() for k, v in there.items()} == {k: v.to_dict() for k, v in here.items()}
