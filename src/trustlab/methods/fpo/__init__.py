@@ -17,9 +17,8 @@ _LAZY = {
     "SparseAutoencoder": "_sae", "SAEReport": "_sae", "train_sae": "_sae", "sae_report": "_sae",
     "collect_activations": "_sae",
     "feature_distance": "_loss", "fpo_loss": "_loss", "tdpo_loss": "_loss",
-    "FeatureCache": "_cache", "pooled_features": "_cache", "response_positions": "_cache",
+    "FeatureCache": "_cache", "pooled_features": "_cache",
     "FPOObjective": "_objective", "TDPOObjective": "_objective", "PostNormSAEWarning": "_objective",
-    "response_logits": "_objective",
     "KLEval": "_evaluate", "reference_kl": "_evaluate", "feature_mse": "_evaluate",
 }
 

@@ -39,11 +39,15 @@ class FPOInfo(EditInfo):
 
 
 def _tiny_inputs() -> dict[str, Any]:
+    import torch
+
     from trustlab.data.prefs import make_preferences
     from trustlab.llm import tiny_random_llama
 
     tok = tiny_random_llama()[1]
-    return {"model": lambda: tiny_random_llama(n_layers=2)[0], "args": (make_preferences(8, random_state=0), tok)}
+    return {"model": lambda: tiny_random_llama(n_layers=2, tokenizer=tok)[0],
+            "args": (make_preferences(8, random_state=0),),  # the tokenizer tiny_random_llama attaches
+            "forward_input": {"input_ids": torch.tensor([[5, 17, 301, 12, 9]])}}
 
 
 class FPOAligner(ModelEdit):

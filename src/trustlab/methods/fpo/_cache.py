@@ -24,11 +24,11 @@ from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import AssetNotFoundError, InputError
 from trustlab.core.hashing import content_hash
 from trustlab.core.optional import require
-from trustlab.methods.fpo._sae import SparseAutoencoder, _fwd_example, _forward_rule
+from trustlab.methods.fpo._sae import SparseAutoencoder, _forward_rule, _fwd_example
 
 torch = require("torch", purpose="trustlab.methods.fpo feature cache")
 
-__all__ = ["FeatureCache", "pooled_features", "response_positions"]
+__all__ = ["FeatureCache", "pooled_features"]
 
 _FORMAT = "1"
 POOLING = "masked-mean-response-tokens"

@@ -19,7 +19,7 @@ from trustlab.core.optional import require
 from trustlab.methods.fpo._cache import FeatureCache, features_of
 from trustlab.methods.fpo._loss import feature_distance
 from trustlab.methods.fpo._objective import _adapters_off, _segment_sum, response_logits
-from trustlab.methods.fpo._sae import SparseAutoencoder, _fwd_example, _forward_rule
+from trustlab.methods.fpo._sae import SparseAutoencoder, _forward_rule, _fwd_example
 
 torch = require("torch", purpose="trustlab.methods.fpo evaluation")
 
@@ -84,7 +84,7 @@ def reference_kl(forward: Any, rows: Any = None, *, batch_size: int = 16) -> KLE
 
 @validate_args(forward=_forward_rule(), sae=[SparseAutoencoder], cache=[FeatureCache], k=[Interval(int, 1, None)],
                batch_size=[Interval(int, 1, None)],
-               _example=lambda: {**_fwd_example(), "sae": SparseAutoencoder(72, 16, k=4)})
+               _example=lambda: _fm_example())
 def feature_mse(forward: Any, sae: SparseAutoencoder, cache: FeatureCache, rows: Any = None, *, k: int = 32,
                 union: bool = True, site: str = "resid", batch_size: int = 16) -> np.ndarray:
     """FPO's ``D`` (union top-k squared difference / k) of the policy's pooled features to ``cache``, per row."""
@@ -100,3 +100,9 @@ def feature_mse(forward: Any, sae: SparseAutoencoder, cache: FeatureCache, rows:
     finally:
         forward.model.train(was)
     return np.concatenate(out).astype(float)
+
+
+def _fm_example() -> dict[str, Any]:
+    ex = _fwd_example()
+    sae = SparseAutoencoder(72, 16, k=4)
+    return {**ex, "sae": sae, "cache": FeatureCache.compute(ex["forward"], sae), "k": 4}

@@ -21,14 +21,14 @@ from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Boolean, Interval, Options
 from trustlab.core.exceptions import ConfigError
 from trustlab.core.optional import require
+from trustlab.llm.refcache import ReferenceCache
 from trustlab.methods.fpo._cache import FeatureCache, features_of
 from trustlab.methods.fpo._loss import feature_distance, fpo_loss, tdpo_loss
 from trustlab.methods.fpo._sae import SparseAutoencoder
-from trustlab.llm.refcache import ReferenceCache
 
 torch = require("torch", purpose="trustlab.methods.fpo objectives")
 
-__all__ = ["FPOObjective", "PostNormSAEWarning", "TDPOObjective", "response_logits"]
+__all__ = ["FPOObjective", "PostNormSAEWarning", "TDPOObjective"]
 
 
 class PostNormSAEWarning(UserWarning):
