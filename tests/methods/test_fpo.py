@@ -339,3 +339,22 @@ def test_quick_run_claims_and_plots(tmp_path):
     status = {c.id: c.passed for c in result.claims}
     assert all(status[i] for i in exp.QUICK_EXPECTED_PASS), status
     assert "accuracy_vs_kl" in exp.PLOTS(result)
+
+
+def test_fpo_gradients_without_replay(setup):
+    """LoRA on every block (no replay): the last block's pre-norm states must stay in the graph."""
+    from trustlab.llm import PolicyForward
+
+    fwd = PolicyForward(setup["pol"], setup["pairs"].sequences, replay=None)
+    obj = fpo.FPOObjective(fwd, setup["pairs"], setup["sae"], k=4, reference=setup_ref(fwd))
+    setup["pol"].zero_grad()
+    obj(np.arange(2)).loss.backward()
+    grads = [p.grad for n, p in setup["pol"].named_parameters() if "lora_" in n and p.grad is not None]
+    assert grads and any(float(g.abs().sum()) > 0 for g in grads)
+    setup["pol"].zero_grad()
+
+
+def setup_ref(fwd):
+    from trustlab.llm import ReferenceCache
+
+    return ReferenceCache.compute(fwd)
