@@ -383,7 +383,7 @@ class PolicyForward:
         from trustlab.llm.hooks import trace
 
         site = f"blocks.{dims(self.model).n_layers - 1}.resid_post"
-        with trace(self.model, [site]) as tr:
+        with trace(self.model, [site], detach=False) as tr:  # differentiable, like the replay path
             base(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=False)
         return tr[site]
 
