@@ -162,7 +162,6 @@ def _run_mlp(cfg: Config, ctx: RunContext, res: Result) -> None:
 def _run_llm(cfg: Config, ctx: RunContext, res: Result) -> None:
     import time
 
-    from trustlab.llm import load_model
     from trustlab.methods.multiplicity import (
         MultiplicityAudit,
         TabularLLM,
@@ -171,7 +170,7 @@ def _run_llm(cfg: Config, ctx: RunContext, res: Result) -> None:
     )
 
     t0 = time.perf_counter()
-    bb = TabularLLM(tuple(load_model(cfg.model)), layers="top2", modules="all-linear", r=8, alpha=16, dropout=0.05)
+    bb = TabularLLM(cfg.model, layers="top2", modules="all-linear", r=8, alpha=16, dropout=0.05)
     res.summary["llm_load_s"] = time.perf_counter() - t0
     X, y = _diabetes()
     rows = []
