@@ -31,7 +31,9 @@ from trustlab.results.result import Result
 
 TITLE = "Fine-tuning multiplicity in tabular LLMs: local stability S vs ground truth over m fine-tunes"
 EXTRAS: tuple[str, ...] = ("llm",)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ()
+#: measured in the first quick run (12:41 UTC, 1 thread, loaded machine); pred_llm FAILs there (Spearman(S, -std)
+#: 0.586 vs confidence's 0.846). The quick LLM models are near chance (20 steps), so its passes say little.
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("mult_llm", "bound_llm", "mult_mlp", "pred_mlp", "bound_mlp")
 
 _DIABETES_NAMES = {"s1": "total cholesterol", "s2": "ldl", "s3": "hdl", "s4": "tc/hdl", "s5": "log triglycerides",
                    "s6": "glucose", "bp": "blood pressure"}
