@@ -424,7 +424,6 @@ CLAIMS = [
           scale_note=lambda c: _OFF + "true/false twins of the held-out facts (one answer swapped, whole statement "
           f"detected); layer {c['layer']} probe trained on instructed pairs"),
 ]
-QUICK_EXPECTED_PASS = ("C1", "C3a", "C4")  # from the runner helper's quick run; the paper's owner revises it
 
 
 def PLOTS(result: Result) -> dict[str, Any]:

@@ -329,7 +329,6 @@ CLAIMS = [
           "minus top-2 % FV) at 5 %", _c5,
           scale_note="The paper finds this gap small in its smallest models; SmolLM2-135M is one of those sizes"),
 ]
-QUICK_EXPECTED_PASS = ("C1", "C2a", "C2b", "C3", "C4")  # from the runner helper's quick run; the paper's owner revises it
 
 
 # -- plots ---------------------------------------------------------------------------------------------
