@@ -450,7 +450,7 @@ CLAIMS = [
                                "itself takes seconds."),
 ]
 QUICK_EXPECTED_PASS = ("split-speed", "split-gap", "split-accuracy", "guarantee-chain", "resplit-sound",
-                       "resplit-subset", "resplit-time")
+                       "resplit-subset", "resplit-time")  # decided by running quick mode
 
 
 def PLOTS(result: Result) -> dict[str, Any]:  # noqa: N802 - the contract's name
