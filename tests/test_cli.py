@@ -149,7 +149,8 @@ def test_report_skips_unreadable_files_with_a_note(toy_experiment, tmp_path):
     folder = runs / "toyexp" / "quick"
     (folder / "29990101T000000000000Z.json").write_text('{"experiment": "toyexp", "mo')  # corrupt, newest
     (folder / "29980101T000000000000Z.json").write_text('{"name": "someone else"}')  # foreign
-    future = json.loads(next(folder.glob("2*.json")).read_text()) | {"schema_version": 99}
+    real = next(p for p in folder.glob("2*.json") if not p.name.startswith("299"))  # the run's own file
+    future = json.loads(real.read_text()) | {"schema_version": 99}
     (folder / "29970101T000000000000Z.json").write_text(json.dumps(future))
     res = runner.invoke(app, ["report", str(runs), "-o", str(tmp_path / "rep.md")])
     assert res.exit_code == 0, res.output

@@ -501,3 +501,43 @@ def licensing_report(
     typer.echo(rep.to_markdown())
     for path in out or []:
         err.print(f"report written to {path}", highlight=False)
+
+
+# -- freqpure (issue 18): trustlab freqpure train-ddpm ----------------------------------------------------
+freqpure_app = typer.Typer(no_args_is_help=True, help="FreqPure / DiffPure: rebuild the shipped 16x16 digits DDPM.")
+app.add_typer(freqpure_app, name="freqpure")
+
+
+@freqpure_app.command("train-ddpm")
+def freqpure_train_ddpm(
+    out: Annotated[Path, typer.Option("--out", help="safetensors file to write; provenance.json goes beside it "
+                                      "(to rebuild the shipped model: src/trustlab/data/_files/freqpure/"
+                                      "ddpm16.safetensors)")],
+    epochs: Annotated[int, typer.Option(help="total passes over the 1497 training digits (12 steps of batch 128 "
+                                        "each)")] = 500,
+    checkpoint: Annotated[Path | None, typer.Option(help="resumable training state: continued when it exists, "
+                                                    "saved after this call")] = None,
+    chunk: Annotated[int | None, typer.Option(help="at most this many epochs in this call (needs --checkpoint)")]
+    = None,
+    channels: Annotated[str, typer.Option(help="UNet widths of the two levels")] = "24,32",
+    lr: Annotated[float, typer.Option(help="Adam learning rate")] = 1e-3,
+    seed: Annotated[int, typer.Option(help="initialisation, minibatch and noise seed")] = 0,
+    threads: Annotated[int, typer.Option(help="torch threads for the run")] = 2,
+) -> None:
+    """Train the DDPM behind FreqPure/DiffPure's default model on the training digits (use --checkpoint
+    with --chunk to split the run; the shipped file's provenance.json records the wall time it took)."""
+    from trustlab.methods.freqpure._retrain import retrain_ddpm
+
+    try:
+        if chunk is not None and checkpoint is None:
+            raise TrustlabError("--chunk needs --checkpoint (where the unfinished run is kept).")
+        widths = tuple(int(c) for c in channels.split(","))
+        summary = retrain_ddpm(out, checkpoint=checkpoint, epochs=epochs, chunk=chunk, channels=widths,
+                               lr=lr, seed=seed, num_threads=threads)
+    except (TrustlabError, ValueError) as exc:
+        _fail(exc)
+    state = "finished" if summary["finished"] else "unfinished (run again to continue)"
+    typer.echo(f"epoch {summary['epoch']}/{summary['epochs']} ({summary['steps']} steps) {state}; loss (last 20 "
+               f"epochs) {summary['loss_last_20_epochs']:.4f}; {summary['wall_time_s']:.0f} s of training")
+    if summary["finished"]:
+        typer.echo(f"weights written to {summary['out']} (fingerprint {summary['fingerprint'][:16]}...)")

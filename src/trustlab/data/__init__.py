@@ -21,6 +21,7 @@ _LAZY = {
     "partition_dirichlet": "federated",
     "partition_shards": "federated",
     "read_shipped_json": "shipped",
+    "read_shipped_bytes": "shipped",
     "shipped_names": "shipped",
     "PreferenceData": "prefs",
     "make_preferences": "prefs",

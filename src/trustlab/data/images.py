@@ -5,14 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Boolean, Interval
+from trustlab.core.constraints import Boolean, Interval, Options
 from trustlab.data._base import Dataset
 
 __all__ = ["load_digits_images"]
 
 
-@validate_args(noise=[Interval("real", 0, None)], seed=[Interval(int, 0, None)], flatten=[Boolean()])
-def load_digits_images(noise: float = 0.0, *, seed: int = 0, flatten: bool = False) -> Dataset:
+@validate_args(noise=[Interval("real", 0, None)], seed=[Interval(int, 0, None)], flatten=[Boolean()],
+               size=[Options((8, 16, 24, 32))])
+def load_digits_images(noise: float = 0.0, *, seed: int = 0, flatten: bool = False, size: int = 8) -> Dataset:
     """The 1,797 8x8 digits as float32 images in [0, 1] (pixels / 16).
 
     Parameters
@@ -22,7 +23,12 @@ def load_digits_images(noise: float = 0.0, *, seed: int = 0, flatten: bool = Fal
         [0, 1]. Used for "noisy digits", where memorisation makes membership visible.
     seed : int, default=0
     flatten : bool, default=False
-        Return (n, 64) instead of (n, 8, 8).
+        Return (n, size * size) instead of (n, size, size).
+    size : int, default=8
+        Side of the returned images: 8 keeps the originals; a multiple of 8 upsamples them bilinearly
+        (``scipy.ndimage.zoom(order=1, grid_mode=True)``, the same values as torch's bilinear
+        ``interpolate(align_corners=False)``), before any noise is added. 16 gives the 16x16 digits of
+        the diffusion-purification experiment (``freqpure``).
 
     Examples
     --------
@@ -34,6 +40,11 @@ def load_digits_images(noise: float = 0.0, *, seed: int = 0, flatten: bool = Fal
 
     b = load_digits()
     X = (b.images / 16.0).astype(np.float32)
+    if size != 8:
+        from scipy.ndimage import zoom
+
+        X = np.clip(zoom(X, (1, size / 8, size / 8), order=1, grid_mode=True, mode="nearest"), 0.0, 1.0)
+        X = X.astype(np.float32)
     if noise > 0:
         X = np.clip(X + np.random.default_rng(seed).normal(0.0, noise, X.shape).astype(np.float32), 0.0, 1.0)
     if flatten:
@@ -41,8 +52,8 @@ def load_digits_images(noise: float = 0.0, *, seed: int = 0, flatten: bool = Fal
     return Dataset(
         X=X,
         y=np.asarray(b.target),
-        name="digits" if noise == 0 else f"noisy_digits(sigma={noise},seed={seed})",
+        name=("digits" if noise == 0 else f"noisy_digits(sigma={noise},seed={seed})") + ("" if size == 8 else f"@{size}"),
         target_names=[str(t) for t in b.target_names],
         description="8x8 handwritten digits (UCI optdigits test set via scikit-learn), pixels scaled to [0, 1].",
-        provenance={"source": "sklearn.datasets.load_digits", "noise": noise, "seed": seed},
+        provenance={"source": "sklearn.datasets.load_digits", "noise": noise, "seed": seed, "size": size},
     )

@@ -16,7 +16,7 @@ from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Satisfies
 from trustlab.core.exceptions import AssetNotFoundError, UnknownNameError, did_you_mean
 
-__all__ = ["shipped_names", "read_shipped_json"]
+__all__ = ["shipped_names", "read_shipped_json", "read_shipped_bytes"]
 
 
 def _is_name(v: Any) -> bool:
@@ -57,8 +57,28 @@ def read_shipped_json(paper: str, name: str) -> Any:
     >>> len(read_shipped_json("deception", "roleplay.json")["scenarios"])
     40
     """
+    return json.loads(_file(paper, name, None).read_text(encoding="utf-8"))
+
+
+def _file(paper: str, name: str, rebuild: str | None) -> Any:
     path = _folder(paper) / name
     if not path.is_file():
+        how = rebuild or f"scripts/build_{paper}_data.py in the source checkout"
         raise AssetNotFoundError(f"The shipped data file trustlab/data/_files/{paper}/{name} is missing; it is "
-                                 f"rebuilt by scripts/build_{paper}_data.py in the source checkout.")
-    return json.loads(path.read_text(encoding="utf-8"))
+                                 f"rebuilt by {how}.")
+    return path
+
+
+@validate_args(paper=[_NAME], name=[_NAME], rebuild=[str, None])
+def read_shipped_bytes(paper: str, name: str, rebuild: str | None = None) -> bytes:
+    """The raw bytes of the shipped file ``name`` (e.g. model weights) of the folder ``paper``.
+
+    ``rebuild`` names the command that rebuilds the file, quoted in the error when the file is missing
+    (default: ``scripts/build_<paper>_data.py``).
+
+    Example
+    -------
+    >>> read_shipped_bytes("deception", "facts.json")[:1]
+    b'{'
+    """
+    return bytes(_file(paper, name, rebuild).read_bytes())

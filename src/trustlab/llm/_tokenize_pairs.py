@@ -94,7 +94,7 @@ class SequenceSet:
                     f"Row {i} passed to SequenceSet.from_arrays has no scored token after its first real token."
                 )
             seqs.append(row)
-            masks.append(r)
+            masks.append([int(x) for x in r])  # 0/1 rows: pad_batch takes integer rows, not bools
             plen.append(r.index(True))
         return _pack(seqs, masks, np.asarray(plen), pad_id=pad_id)
 

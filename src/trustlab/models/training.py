@@ -160,17 +160,22 @@ def _example_epoch() -> dict[str, Any]:
                                     [None, "sgd"])],
                batch_size=[Interval(int, 1, None)],
                generator=[Satisfies(lambda v: isinstance(v, torch.Generator), "a torch.Generator", [None, 0])],
-               sign=[Interval("real", -1, 1)])
+               sign=[Interval("real", -1, 1)], loss_fn=["callable", None], after_step=["callable", None])
 def train_epoch(model: Any, X: Any, y: Any, optimizer: Any, *, generator: Any, batch_size: int = 64,
                 sign: float = 1.0, extra_loss: Callable[[], Any] | None = None,
                 after_backward: Callable[[], None] | None = None,
-                check_loss: Callable[[Any], None] | None = None) -> float:
+                check_loss: Callable[[Any], None] | None = None,
+                loss_fn: Callable[[Any, Any, Any], Any] | None = None,
+                after_step: Callable[[float], None] | None = None) -> float:
     """One pass of minibatch gradient steps with cross-entropy over ``(X, y)``; returns the mean loss.
 
     The order is ``torch.randperm(len(X), generator=generator)``; each step computes
     ``sign * cross_entropy(model(X[b]), y[b]) (+ extra_loss())``, calls ``check_loss(loss)`` (which may
-    raise), ``backward``, ``after_backward()`` (e.g. multiply gradients by a mask) and ``optimizer.step()``.
-    The model's train/eval mode is left to the caller. ``sign=-1`` is gradient ascent.
+    raise), ``backward``, ``after_backward()`` (e.g. multiply gradients by a mask), ``optimizer.step()``
+    and ``after_step(loss)`` (e.g. an EMA of the weights). The model's train/eval mode is left to the
+    caller. ``sign=-1`` is gradient ascent. ``loss_fn(model, X[b], y[b])`` replaces the cross-entropy
+    (an unsupervised objective such as a diffusion model's noise-prediction loss; ``y`` then only has to
+    match ``X`` in length).
 
     Examples
     --------
@@ -189,7 +194,10 @@ def train_epoch(model: Any, X: Any, y: Any, optimizer: Any, *, generator: Any, b
     for s in range(0, len(X), batch_size):
         idx = perm[s:s + batch_size]
         optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(X[idx]), y[idx])
+        if loss_fn is None:
+            loss = torch.nn.functional.cross_entropy(model(X[idx]), y[idx])
+        else:
+            loss = loss_fn(model, X[idx], y[idx])
         if sign != 1.0:
             loss = sign * loss
         if extra_loss is not None:
@@ -200,6 +208,8 @@ def train_epoch(model: Any, X: Any, y: Any, optimizer: Any, *, generator: Any, b
         if after_backward is not None:
             after_backward()
         optimizer.step()
+        if after_step is not None:
+            after_step(float(loss.detach()))
         total += float(loss.detach()) * len(idx)
     return total / len(X)
 

@@ -1,0 +1,47 @@
+"""FreqPure (ICML 2025): diffusion-based adversarial purification guided in the frequency domain, with
+DiffPure and adaptive attacks built in.
+
+Pei, Ma, Sun, Xu, Huang, "Diffusion-based Adversarial Purification from the Perspective of the Frequency
+Domain" (arXiv:2505.01267, https://github.com/GaozhengPei/FreqPure). Light to import: torch loads only
+when a name below is used.
+
+* Purifiers: :class:`FreqPure` (ASE + PSP, ``reference``/``projection`` switches, multi-round, votes) and
+  :class:`DiffPure` (Nie et al. 2022, DDPM/DDIM discretisation); ``purify_tensor`` is differentiable.
+* Attacks: :class:`TransferPGD` (torchattacks), :class:`PGDEOT` (full gradient through the purifier),
+  :class:`BPDAEOT`, :class:`SurrogatePGDEOT`; L-inf and L2, budget always respected.
+* :func:`evaluate_defence` (clean, transfer and adaptive accuracy in one table), :func:`defended_predict`.
+* :func:`spectral_damage` (per-radius amplitude/phase damage) and the FFT pieces (:func:`freq_guide`...).
+* The diffusion model: :class:`EpsUNet`, :class:`DiffusionModel`, :func:`train_ddpm`, :func:`save_ddpm`,
+  :func:`load_ddpm`, :func:`load_shipped_ddpm` (16x16 digits, shipped as package data, fingerprinted).
+"""
+
+from __future__ import annotations
+
+from trustlab.core.lazy import lazy_exports
+from trustlab.core.registry import METHODS
+from trustlab.methods.freqpure._paper import PAPER as PAPER
+
+_LAZY = {
+    "DiffPure": "_purify", "FreqPure": "_purify", "step_sequence": "_purify",
+    "TransferPGD": "_attacks", "PGDEOT": "_attacks", "BPDAEOT": "_attacks", "SurrogatePGDEOT": "_attacks",
+    "project": "_attacks",
+    "ATTACKS": "_evaluate", "AttackRow": "_evaluate", "DefenceReport": "_evaluate", "DefendedPrediction": "_evaluate",
+    "defended_predict": "_evaluate", "evaluate_defence": "_evaluate",
+    "SpectralDamage": "_spectral", "spectral_damage": "_spectral", "amplitude_phase": "_spectral",
+    "from_amplitude_phase": "_spectral", "freq_guide": "_spectral", "band_mask": "_spectral",
+    "radius_map": "_spectral", "max_radius": "_spectral",
+    "EpsUNet": "_unet", "sinusoidal_embedding": "_unet",
+    "DiffusionModel": "_diffusion", "DDPMTraining": "_diffusion", "train_ddpm": "_diffusion",
+    "save_ddpm": "_diffusion", "load_ddpm": "_diffusion", "ddpm_from_bytes": "_diffusion",
+    "linear_betas": "_diffusion",
+    "load_shipped_ddpm": "_shipped", "shipped_provenance": "_shipped", "digits16_split": "_shipped",
+    "SHIPPED_WEIGHTS": "_shipped", "REBUILD_COMMAND": "_shipped",
+}
+
+METHODS.register_exports(__name__, _LAZY, ["DiffPure", "FreqPure"], paper="freqpure", role="purifier")
+METHODS.register_exports(__name__, _LAZY, ["TransferPGD", "PGDEOT", "BPDAEOT", "SurrogatePGDEOT"], paper="freqpure",
+                         role="attack")
+
+__all__ = sorted(["PAPER", *_LAZY])
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
