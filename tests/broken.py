@@ -180,6 +180,24 @@ class LeaksBLASThreads(ToyPredictor):
         super()._fit(X, y)
 
 
+class LeaksTorchThreads(ToyPredictor):
+    """Bypasses the role's scope (which restores torch's thread count) and sets torch's intra-op threads
+    for good, as a verb outside the roles would (what amun's experiment once did)."""
+
+    def _verb_scope(self) -> Any:
+        import contextlib
+
+        import torch
+
+        @contextlib.contextmanager
+        def scope() -> Any:
+            self._begin()
+            torch.set_num_threads(torch.get_num_threads() + 1)  # not restored: the change persists
+            yield self._rng
+
+        return scope()
+
+
 #: broken class -> the check that must fail on it
 BROKEN = {
     ValidatesInInit: "check_init_stores_params",
@@ -205,4 +223,5 @@ BROKEN = {
     ShapeChangingPurifier: "check_role_invariants",
     SeedsGlobalRNG: "check_no_global_side_effects",
     LeaksBLASThreads: "check_no_global_side_effects",
+    LeaksTorchThreads: "check_no_global_side_effects",
 }

@@ -14,6 +14,18 @@ from broken import BROKEN
 from toys import GOOD_TOYS, ToyPredictor
 
 
+@pytest.fixture(autouse=True)
+def _restore_threads():
+    """The thread-leaking toys change this process's thread counts on purpose: put them back."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    with threadpool_limits(limits=None):  # restores every BLAS/OpenMP pool on exit
+        yield
+    torch.set_num_threads(before)
+
+
 @parametrize_with_checks(GOOD_TOYS)
 def test_good_toys_pass(estimator, check):
     check(estimator)

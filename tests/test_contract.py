@@ -150,3 +150,30 @@ def test_claims_return_check_results():
     out = evaluate_claims(r, [ok, broken])
     assert out[0].status == "PASS" and out[0].unit == "x" and out[0].scale_note == "3 seeds"
     assert out[1].status == "FAIL" and "CheckResult" in out[1].detail
+
+
+def test_functions_with_random_state_take_a_generator_and_keep_int_seeds():
+    """Issue 14 item 1: fit_cart, p2_splits and redundancy took int seeds only; a Generator now works and an
+    int seed gives what it gave before (it reaches scikit-learn unchanged)."""
+    from sklearn.model_selection import KFold
+
+    from trustlab.methods.softshape import p2_splits
+    from trustlab.methods.split import fit_cart
+    from trustlab.methods.xhacking import redundancy
+
+    rng = np.random.default_rng(0)
+    Xb, y = rng.integers(0, 2, size=(40, 4)).astype(bool), rng.integers(0, 2, 40)
+    assert fit_cart(Xb, y, reg=0.01, depth_budget=3, random_state=np.random.default_rng(1)).objective > 0
+    folds = list(p2_splits(np.arange(40) % 2, 4, random_state=np.random.default_rng(1)))
+    assert len(folds) == 4 and all(len(f.test) == 10 for f in folds)
+    X = rng.normal(size=(60, 3))
+    assert np.isfinite(redundancy(X, 0, random_state=np.random.default_rng(1)))
+    from sklearn.linear_model import RidgeCV
+    from sklearn.model_selection import cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    pred = cross_val_predict(make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-3, 3, 13))), X[:, 1:],
+                             X[:, 0], cv=KFold(5, shuffle=True, random_state=7))
+    expected = 1.0 - np.sum((X[:, 0] - pred) ** 2) / np.sum((X[:, 0] - X[:, 0].mean()) ** 2)
+    assert redundancy(X, 0, random_state=7) == pytest.approx(expected, rel=1e-12)  # the int reached KFold as is

@@ -16,7 +16,7 @@ from trustlab.experiments import (
     get_experiment,
     run_experiment,
 )
-from trustlab.experiments.base import Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
 from trustlab.results import ClaimOutcome, Result
 
 
@@ -60,13 +60,15 @@ def test_runner_writes_result_with_provenance(toy_experiment, tmp_path):
 def test_claim_check_reads_result_and_failure_is_recorded():
     res = Result("x", "quick", {"threshold": 0.9}, summary={"mean": 0.5})
     claims = [
-        Claim("ok", "s", lambda r: (r.summary["mean"] > 0.1, r.summary["mean"], 0.1)),
-        Claim("fail", "s", lambda r: (r.summary["mean"] > r.config["threshold"], r.summary["mean"], 0.9)),
-        Claim("broken", "s", lambda r: (r.summary["missing"], 0, 0)),
+        Claim("ok", "s", lambda r: CheckResult(r.summary["mean"] > 0.1, r.summary["mean"], 0.1)),
+        Claim("fail", "s", lambda r: CheckResult(r.summary["mean"] > r.config["threshold"], r.summary["mean"], 0.9)),
+        Claim("broken", "s", lambda r: CheckResult(r.summary["missing"], 0, 0)),
+        Claim("tuple", "s", lambda r: (True, r.summary["mean"], 0.1)),  # the old tuple form is no longer read
     ]
     out = {c.id: c for c in evaluate_claims(res, claims)}
     assert out["ok"].status == "PASS" and out["fail"].status == "FAIL"
     assert out["broken"].status == "FAIL" and "KeyError" in out["broken"].detail
+    assert out["tuple"].status == "FAIL" and "must return a CheckResult" in out["tuple"].detail
 
 
 def test_unknown_experiment_suggests(toy_experiment):

@@ -24,6 +24,7 @@ __all__ = [
     "check_random_state",
     "as_generator",
     "spawn_seed",
+    "as_seed",
     "derive_seed",
     "torch_generator",
     "isolated_global_rng",
@@ -88,6 +89,17 @@ def as_generator(random_state: Any = None) -> np.random.Generator:
 def spawn_seed(rng: np.random.Generator) -> int:
     """Draw a 32-bit seed from ``rng`` (advancing it), e.g. to seed a torch generator or a library."""
     return int(rng.integers(0, _MAX_SEED, endpoint=True))
+
+
+def as_seed(random_state: Any = None) -> int:
+    """An int seed from ``random_state`` for libraries that take only ints (scikit-learn, optuna).
+
+    An int is kept (so int seeds give exactly what passing them on directly gives), a ``Generator`` is
+    advanced once, ``None`` draws fresh entropy; anything else raises like :func:`check_random_state`.
+    """
+    if _is_seed(random_state):
+        return int(random_state)
+    return spawn_seed(check_random_state(random_state))
 
 
 def derive_seed(random_state: Any, *salt: Any) -> int:

@@ -214,8 +214,6 @@ class Claim:
 def _as_check_result(res: Any) -> CheckResult:
     if isinstance(res, CheckResult):
         return res
-    if isinstance(res, tuple) and len(res) in (3, 4):  # TRANSITIONAL: removed once every experiment converts
-        return CheckResult(*res)
     raise TypeError(f"a claim check must return a CheckResult; got {type(res).__name__}")
 
 

@@ -24,8 +24,10 @@ from trustlab.results.result import Result
 
 TITLE = "X-hacking: AutoML that manipulates SHAP, and the X-hacking audit"
 EXTRAS: tuple[str, ...] = ("xai",)
-#: claims expected to PASS in quick mode (checked by tests/test_reproduce.py); decided by running quick mode
-QUICK_EXPECTED_PASS = ("C1b", "C3", "C4", "C5")
+#: claims expected to PASS in quick mode (checked by tests/test_reproduce.py); decided by running quick mode.
+#: C5 is not listed: it FAILs in quick mode (t1's ratio 1.0: 1 of 33 trials defensible at n = 1000 with 6 + 6
+#: trials; measured 2026-12-01 on this code and by its author's own quick run), so quick is a smoke run for it.
+QUICK_EXPECTED_PASS = ("C1b", "C3", "C4")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import dataclasses
 import inspect
 import pickle
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -241,9 +242,13 @@ def _pools(state: dict[str, Any]) -> dict[tuple[str, str], int]:
 def check_no_global_side_effects(est: Any) -> None:
     """Calling the public verbs leaves the global Python/NumPy/torch RNG states and every thread count
     (torch intra-op, BLAS/OpenMP pools) as they were."""
+    import importlib.util
+
     from trustlab.core.seeding import global_rng_state, isolated_global_rng, same_global_rng_state
     from trustlab.core.threads import thread_state
 
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
+        import torch  # noqa: F401 - imported first, so a verb that imports torch and leaks its state is seen
     with isolated_global_rng(int(np.random.default_rng().integers(2**31))):  # a state no verb would seed
         _check_no_global_side_effects(est, global_rng_state, same_global_rng_state, thread_state)
 

@@ -17,13 +17,9 @@ from __future__ import annotations
 
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
-from trustlab.methods.amun._paper import PAPER as PAPER
-
-_M = "trustlab.methods.amun._methods"
-for _name in ("AMUN", "Retrain", "FineTune", "GradientAscent", "RandomLabel", "BoundaryShrink", "SalUn", "L1Sparse"):
-    METHODS.register(_name, f"{_M}:{_name}", paper="amun", role="model_edit")
 
 _LAZY = {
+    "PAPER": "_paper",
     "AMUN": "_methods", "Retrain": "_methods", "FineTune": "_methods", "GradientAscent": "_methods",
     "RandomLabel": "_methods", "BoundaryShrink": "_methods", "SalUn": "_methods", "L1Sparse": "_methods",
     "Unlearner": "_methods",
@@ -36,6 +32,7 @@ _LAZY = {
     "METRIC_KEYS": "_evaluate", "SmallSampleWarning": "_evaluate",
 }
 
-__all__ = sorted(["PAPER", *_LAZY])
-
+__all__ = sorted(_LAZY)
+METHODS.register_exports(__name__, _LAZY, ["AMUN", "Retrain", "FineTune", "GradientAscent", "RandomLabel",
+                                          "BoundaryShrink", "SalUn", "L1Sparse"], paper="amun", role="model_edit")
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

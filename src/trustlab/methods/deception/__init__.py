@@ -11,11 +11,9 @@ from __future__ import annotations
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
 
-METHODS.register("DeceptionProbe", "trustlab.methods.deception._probe:DeceptionProbe", paper="deception",
-                 role="predictor")
-
 _LAZY = {
-    "DeceptionProbe": "_probe", "DialogueActivations": "_probe", "PAPER": "_probe",
+    "PAPER": "_paper",
+    "DeceptionProbe": "_probe", "DialogueActivations": "_probe",
     "Message": "_dialogue", "Dialogue": "_dialogue", "LABELS": "_dialogue", "TokenizedDialogues": "_dialogue",
     "tokenize_dialogues": "_dialogue",
     "load_dialogues": "_io", "split_dialogues": "_io",
@@ -29,5 +27,5 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
-
+METHODS.register_exports(__name__, _LAZY, ["DeceptionProbe"], paper="deception", role="predictor")
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

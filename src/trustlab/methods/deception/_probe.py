@@ -19,19 +19,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trustlab.core.base import PaperInfo
 from trustlab.core.constraints import InstanceOf, Interval, Options
 from trustlab.core.exceptions import InputError, UnknownNameError
 from trustlab.core.roles import Predictor
 from trustlab.core.validation import check_array, check_is_fitted
+from trustlab.methods.deception._paper import PAPER
 
-__all__ = ["DialogueActivations", "DeceptionProbe", "PAPER"]
-
-PAPER = PaperInfo(
-    title="Detecting Strategic Deception Using Linear Probes",
-    arxiv="2502.03407",
-    repo="https://github.com/ApolloResearch/deception-detection",
-)
+__all__ = ["DialogueActivations", "DeceptionProbe"]
 
 
 @dataclass

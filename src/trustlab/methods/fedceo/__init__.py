@@ -16,12 +16,9 @@ from __future__ import annotations
 
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
-from trustlab.methods.fedceo._paper import PAPER as PAPER
-
-METHODS.register("FedCEO", "trustlab.methods.fedceo._aggregators:FedCEO", paper="fedceo", role="aggregator")
-METHODS.register("UDPFedAvg", "trustlab.methods.fedceo._aggregators:UDPFedAvg", paper="fedceo", role="aggregator")
 
 _LAZY = {
+    "PAPER": "_paper",
     "tsvt": "_tsvt", "tsvt_reference": "_tsvt", "svt": "_tsvt", "fedceo_threshold": "_tsvt",
     "FedCEO": "_aggregators", "UDPFedAvg": "_aggregators", "smooth_clients": "_aggregators",
     "SmoothingResult": "_aggregators", "LayerCollapsedWarning": "_aggregators",
@@ -32,6 +29,6 @@ _LAZY = {
     "FedCEOStrategy": "_flower", "udp_mod": "_flower",
 }
 
-__all__ = sorted(["PAPER", *_LAZY])
-
+__all__ = sorted(_LAZY)
+METHODS.register_exports(__name__, _LAZY, ["FedCEO", "UDPFedAvg"], paper="fedceo", role="aggregator")
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -7,15 +7,15 @@ scores as causal indirect effects from all-heads patching on a shared KV cache, 
 All hooks come from :mod:`trustlab.llm`; importing this package imports no torch.
 """
 
+from __future__ import annotations
+
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
 
-METHODS.register("HeadAblation", "trustlab.methods.iclheads._ablation:HeadAblation", paper="iclheads",
-                 role="model_edit")
-
 _LAZY = {
+    "PAPER": "_paper",
     "HeadAblation": "_ablation", "PreparedPrompts": "_ablation", "first_token_accuracy": "_ablation",
-    "jaccard": "_ablation", "random_scores": "_ablation", "select_heads": "_ablation", "PAPER": "_ablation",
+    "jaccard": "_ablation", "random_scores": "_ablation", "select_heads": "_ablation",
     "induction_scores": "_induction", "induction_pattern_scores": "_induction",
     "random_repeat_tokens": "_induction",
     "FVScores": "_fv", "fv_scores": "_fv", "mean_head_activations": "_fv",
@@ -27,5 +27,5 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
-
+METHODS.register_exports(__name__, _LAZY, ["HeadAblation"], paper="iclheads", role="model_edit")
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -19,18 +19,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
-from trustlab.core.base import PaperInfo
 from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError, TrustlabError
 from trustlab.core.roles import EditHandle, EditInfo, ModelEdit
+from trustlab.methods.iclheads._paper import PAPER
 
-__all__ = ["HeadAblation", "PAPER", "PreparedPrompts", "first_token_accuracy", "jaccard", "random_scores", "select_heads"]
-
-PAPER = PaperInfo(
-    title="Which Attention Heads Matter for In-Context Learning?",
-    arxiv="2502.14010",
-    repo="https://github.com/kayoyin/icl-heads",
-)
+__all__ = ["HeadAblation", "PreparedPrompts", "first_token_accuracy", "jaccard", "random_scores", "select_heads"]
 
 
 def _is_pairs(v: Any) -> bool:

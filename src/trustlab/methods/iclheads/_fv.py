@@ -23,6 +23,7 @@ import numpy as np
 from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, TrustlabError
+from trustlab.core.seeding import as_seed
 from trustlab.methods.iclheads._tasks import (
     _TASKS,
     EVAL_TASKS,
@@ -151,7 +152,7 @@ def _attribution_cie(model: Any, ids: list[int], mean: Any, target: int) -> tupl
                method=[Options(["exact", "attribution"])],
                held_out=[None, Satisfies(lambda v: isinstance(v, list | tuple) and (not v or _TASKS.is_satisfied_by(v)),
                                          "a list of tasks (empty: no leakage check)", [3.5, "x"], valid=())],
-               random_state=[Interval(int, 0, None)], batch_size=[Interval(int, 2, None)])
+               random_state=["random_state"], batch_size=[Interval(int, 2, None)])
 def fv_scores(
     model: Any,
     tasks: Sequence[ICLTask | str] | None = None,
@@ -163,7 +164,7 @@ def fv_scores(
     held_out: Sequence[ICLTask | str] | None = EVAL_TASKS,
     task_means: dict[str, np.ndarray] | None = None,
     tokenizer: Any = None,
-    random_state: int = 0,
+    random_state: int | np.random.Generator | None = 0,
     batch_size: int = 136,
     progress: Any = None,
 ) -> FVScores:
@@ -216,10 +217,11 @@ def fv_scores(
     tok = _tok(model, tokenizer)
     per_task, means, probs, changed = {}, {}, {}, {}
     wrap = progress if progress is not None else (lambda it, **k: it)
+    seed = as_seed(random_state)  # an int is used as is; a Generator is drawn from once
     for t_idx, task in enumerate(wrap(task_list, desc=f"FV scores ({method})")):
         # separate streams: reusing precomputed means must not change the corrupted prompts
-        rng_mean = np.random.default_rng([random_state, t_idx, 0])
-        rng_corrupt = np.random.default_rng([random_state, t_idx, 1])
+        rng_mean = np.random.default_rng([seed, t_idx, 0])
+        rng_corrupt = np.random.default_rng([seed, t_idx, 1])
         if task_means is not None and task.name in task_means:
             mean = np.asarray(task_means[task.name], dtype=np.float32)
         else:

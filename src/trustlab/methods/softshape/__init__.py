@@ -4,22 +4,19 @@ Liu et al., "Learning Soft Sparse Shapes for Efficient Time-Series Classificatio
 (arXiv:2505.06892). Exports load lazily: importing this package imports neither torch nor aeon.
 """
 
+from __future__ import annotations
+
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
-from trustlab.methods.softshape._paper import PAPER
-
-METHODS.register("SoftShapeClassifier", "trustlab.methods.softshape._classifier:SoftShapeClassifier",
-                 paper="softshape", role="predictor")
-METHODS.register("InceptionTimeLite", "trustlab.methods.softshape._inception:InceptionTimeLite",
-                 paper="softshape", role="predictor")
 
 _LAZY = {
+    "PAPER": "_paper",
     "SoftShapeClassifier": "_classifier", "PAPER_SHAPE_SIZES": "_classifier", "InceptionTimeLite": "_inception",
     "plot_shape_scores": "_interpret", "mask_top_steps": "_interpret",
     "Split": "_protocol", "p1_split": "_protocol", "p2_splits": "_protocol", "evaluate": "_protocol",
     "FitScore": "_protocol",
 }
 
-__all__ = ["PAPER", *_LAZY]
-
+__all__ = sorted(_LAZY)
+METHODS.register_exports(__name__, _LAZY, ["SoftShapeClassifier", "InceptionTimeLite"], paper="softshape", role="predictor")
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -13,6 +13,7 @@ import numpy as np
 from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import InstanceOf, Interval
 from trustlab.core.exceptions import InputError
+from trustlab.core.seeding import as_seed
 
 __all__ = ["Split", "p1_split", "p2_splits", "evaluate", "FitScore"]
 
@@ -42,8 +43,8 @@ def p1_split(n_train: int, n_test: int) -> Split:
 
 
 @validate_args(y=[ArrayLike(ndim=1, dtype="any")], n_folds=[Interval(int, 2, None)],
-               random_state=[Interval(int, 0, 2**32 - 1), None], max_folds=[None, Interval(int, 1, None)])
-def p2_splits(y: Any, n_folds: int = 5, *, random_state: int | None = 0, max_folds: int | None = None
+               random_state=["random_state"], max_folds=[None, Interval(int, 1, None)])
+def p2_splits(y: Any, n_folds: int = 5, *, random_state: Any = 0, max_folds: int | None = None
               ) -> Iterator[Split]:
     """The paper's protocol on merged data: fold f tests on 1/n_folds, and splits the rest 3:1 into
     train/validation (60/20/20 for 5 folds). Raises InputError when a class has fewer members than folds."""
@@ -56,6 +57,7 @@ def p2_splits(y: Any, n_folds: int = 5, *, random_state: int | None = 0, max_fol
     if counts.min() < n_folds:
         raise InputError(f"p2_splits: every class needs at least n_folds={n_folds} members for StratifiedKFold. "
                          f"The smallest class has {int(counts.min())}; use fewer folds.")
+    random_state = as_seed(random_state)  # the outer and inner folds share one int seed, as before
     outer = StratifiedKFold(n_folds, shuffle=True, random_state=random_state)
     for f, (rest, test) in enumerate(outer.split(np.zeros(len(y)), y)):
         if max_folds is not None and f >= max_folds:

@@ -18,28 +18,16 @@ from __future__ import annotations
 
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
-from trustlab.methods.split._paper import PAPER
 
-__all__ = ["PAPER", "SPLITClassifier", "LicketySPLITClassifier", "GreedyTreeClassifier", "RESPLIT",
-           "ThresholdGuessBinarizer", "TreeNode", "tree_objective", "BaselineFit", "fit_gosdt",
-           "fit_licketysplit_package", "fit_treefarms", "fit_cart"]
-
-_WHERE = {
-    "SPLITClassifier": "trustlab.methods.split._split:SPLITClassifier",
-    "LicketySPLITClassifier": "trustlab.methods.split._split:LicketySPLITClassifier",
-    "GreedyTreeClassifier": "trustlab.methods.split._split:GreedyTreeClassifier",
-    "RESPLIT": "trustlab.methods.split._resplit:RESPLIT",
-    "ThresholdGuessBinarizer": "trustlab.methods.split._binarizer:ThresholdGuessBinarizer",
-    "TreeNode": "trustlab.methods.split._tree:TreeNode",
-    "tree_objective": "trustlab.methods.split._tree:tree_objective",
-    "BaselineFit": "trustlab.methods.split._baselines:BaselineFit",
-    "fit_gosdt": "trustlab.methods.split._baselines:fit_gosdt",
-    "fit_licketysplit_package": "trustlab.methods.split._baselines:fit_licketysplit_package",
-    "fit_treefarms": "trustlab.methods.split._baselines:fit_treefarms",
-    "fit_cart": "trustlab.methods.split._baselines:fit_cart",
+_LAZY = {
+    "PAPER": "_paper",
+    "SPLITClassifier": "_split", "LicketySPLITClassifier": "_split", "GreedyTreeClassifier": "_split",
+    "RESPLIT": "_resplit", "ThresholdGuessBinarizer": "_binarizer", "TreeNode": "_tree", "tree_objective": "_tree",
+    "BaselineFit": "_baselines", "fit_gosdt": "_baselines", "fit_licketysplit_package": "_baselines",
+    "fit_treefarms": "_baselines", "fit_cart": "_baselines",
 }
 
-for _name in ("SPLITClassifier", "LicketySPLITClassifier", "GreedyTreeClassifier", "RESPLIT"):
-    METHODS.register(_name, _WHERE[_name], paper="split", role="predictor")
-
-__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
+__all__ = sorted(_LAZY)
+METHODS.register_exports(__name__, _LAZY, ["SPLITClassifier", "LicketySPLITClassifier", "GreedyTreeClassifier",
+                                          "RESPLIT"], paper="split", role="predictor")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -24,6 +24,7 @@ import numpy as np
 from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import Interval
 from trustlab.core.optional import require
+from trustlab.core.seeding import as_seed
 from trustlab.core.validation import check_consistent_length
 from trustlab.methods.split._tree import TreeNode, tree_from_dict, tree_objective
 
@@ -190,13 +191,14 @@ def fit_treefarms(Xb: Any, y: Any, *, reg: float, depth_budget: int, rashomon_mu
                        info={"n_trees": count, "canonical": canon, "objectives": objectives, "timeout": model.timeout})
 
 
-@validate_args(Xb=_XB, y=_Y, reg=_REG, depth_budget=_DEPTH, random_state=[Interval(int, 0, 2**32 - 1), None])
-def fit_cart(Xb: Any, y: Any, *, reg: float, depth_budget: int, random_state: int | None = 0) -> BaselineFit:
+@validate_args(Xb=_XB, y=_Y, reg=_REG, depth_budget=_DEPTH, random_state=["random_state"])
+def fit_cart(Xb: Any, y: Any, *, reg: float, depth_budget: int, random_state: Any = 0) -> BaselineFit:
     """scikit-learn CART with ``max_depth = depth_budget - 1``, pruned by the ``ccp_alpha`` of its
     cost-complexity path that minimises ``R = mistakes / n + reg * leaves`` on the training data."""
     from sklearn.tree import DecisionTreeClassifier
 
     Xb, y, k = _prep(Xb, y)
+    random_state = as_seed(random_state)  # one int for every tree of the path (a Generator is drawn once)
     t0 = time.perf_counter()
     X = Xb.astype(np.float64)
     base = DecisionTreeClassifier(max_depth=max(1, int(depth_budget) - 1), random_state=random_state)

@@ -4,13 +4,13 @@ Sharma et al., "X-Hacking: The Threat of Misguided AutoML", ICML 2025 (arXiv:240
 Exports load lazily: importing this package imports neither shap nor optuna.
 """
 
+from __future__ import annotations
+
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
-from trustlab.methods.xhacking._paper import PAPER
-
-METHODS.register("XHackingAudit", "trustlab.methods.xhacking._audit:XHackingAudit", paper="xhacking", role="auditor")
 
 _LAZY = {
+    "PAPER": "_paper",
     "XHackingAudit": "_audit", "XHackingReport": "_report", "FeatureInterval": "_report",
     "verify_report": "_verify", "SoundnessCheck": "_verify",
     "xhack": "_search", "XHackResult": "_search", "achievable_drop": "_search", "Vulnerability": "_search",
@@ -20,6 +20,6 @@ _LAZY = {
     "tts_summary": "_problem", "speedup_ci": "_problem", "TrialsToSuccess": "_problem", "SpeedupCI": "_problem",
 }
 
-__all__ = ["PAPER", *_LAZY]
-
+__all__ = sorted(_LAZY)
+METHODS.register_exports(__name__, _LAZY, ["XHackingAudit"], paper="xhacking", role="auditor")
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

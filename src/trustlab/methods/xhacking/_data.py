@@ -8,14 +8,15 @@ import numpy as np
 
 from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import Interval, Options, validate_value
+from trustlab.core.seeding import as_seed
 from trustlab.core.validation import check_array
 
 __all__ = ["redundancy", "make_redundant_classification"]
 
 
 @validate_args(X=[ArrayLike(ndim=2)], feature=[Interval(int, 0, None)], estimator=[Options(["ridge", "gbm"])],
-               cv=[Interval(int, 2, None)], random_state=[Interval(int, 0, 2**32 - 1), None])
-def redundancy(X: Any, feature: int, *, estimator: str = "ridge", cv: int = 5, random_state: int | None = 0) -> float:
+               cv=[Interval(int, 2, None)], random_state=["random_state"])
+def redundancy(X: Any, feature: int, *, estimator: str = "ridge", cv: int = 5, random_state: Any = 0) -> float:
     """Cross-validated ``R^2_f`` of predicting feature ``f`` from the other features.
 
     Parameters
@@ -55,6 +56,7 @@ def redundancy(X: Any, feature: int, *, estimator: str = "ridge", cv: int = 5, r
         return 0.0
     target = X[:, feature]
     others = np.delete(X, feature, axis=1)
+    random_state = as_seed(random_state)
     folds = KFold(n_splits=min(cv, len(X)), shuffle=True, random_state=random_state)
     binary = len(np.unique(target)) == 2
     if binary:

@@ -22,6 +22,7 @@ from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Options, Satisfies, validate_value
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.executor import Executor
+from trustlab.core.seeding import as_seed
 from trustlab.methods.xhacking._problem import EvalSettings, SearchContext, resolve_feature
 from trustlab.methods.xhacking._space import SearchSpace, default_space
 
@@ -83,15 +84,6 @@ class XHackResult:
         definition): the reference's share when no defensible trial is lower."""
         ref = float(self.reference["share"][self.target_index])
         return ref if self.best is None else min(ref, float(self.best["share"][self.target_index]))
-
-
-def as_seed(random_state: Any) -> int:
-    """An int seed from ``random_state`` (an int is kept; a Generator is advanced once; None is fresh entropy)."""
-    from trustlab.core.seeding import check_random_state, spawn_seed
-
-    if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
-        return int(random_state)
-    return spawn_seed(check_random_state(random_state))
 
 
 def check_eps(eps: Any, owner: str) -> float:
