@@ -425,7 +425,8 @@ def sequential_kl(
 
 
 @validate_args(model=[LanguageModel()], tokenizer=[Tokenizer()], prompts=[InstanceOf(str), TEXTS],
-               max_new_tokens=[POSITIVE_INT], chat=[Boolean()], system=[InstanceOf(str), None], batch_size=[POSITIVE_INT])
+               max_new_tokens=[POSITIVE_INT], chat=[Boolean()], system=[InstanceOf(str), None], batch_size=[POSITIVE_INT],
+               random_state=["random_state"])
 def generate(
     model: Any,
     tokenizer: Any,

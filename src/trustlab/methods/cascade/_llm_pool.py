@@ -25,7 +25,7 @@ import numpy as np
 
 from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Options
-from trustlab.core.seeding import check_random_state
+from trustlab.core.seeding import as_seed, check_random_state
 from trustlab.methods.cascade._pools import cached_table
 from trustlab.methods.cascade._table import SelectionTable
 
@@ -41,7 +41,7 @@ _KINDS = ("add", "compare", "solve")
 _INT = re.compile(r"-?\d+")
 
 
-@validate_args(n=[Interval(int, 1, None)], random_state=[Interval(int, 0, None)])
+@validate_args(n=[Interval(int, 1, None)], random_state=["random_state"])
 def verifiable_items(n: int = 200, random_state: int = 0) -> list[dict[str, Any]]:
     """``n`` items (kinds cycling add / compare / solve) with ``question``, ``kind`` and integer ``answer``.
 
@@ -51,6 +51,7 @@ def verifiable_items(n: int = 200, random_state: int = 0) -> list[dict[str, Any]
     >>> [it["kind"] for it in items]
     ['add', 'compare', 'solve']
     """
+    random_state = as_seed(random_state)  # int seeds unchanged; a Generator is accepted
     rng = check_random_state(random_state)
     out = []
     for i in range(n):
@@ -149,7 +150,7 @@ def _build(items: list[dict[str, Any]], models: tuple[str, ...], max_new_tokens:
 
 
 @validate_args(n_queries=[Interval(int, 3, None)], models=[None, SequenceOf(Options(list(LLM_POOL_MODELS)), unique=True)],
-               random_state=[Interval(int, 0, None)], max_new_tokens=[Interval(int, 1, 64)],
+               random_state=["random_state"], max_new_tokens=[Interval(int, 1, 64)],
                batch_size=[Interval(int, 1, None)], cache_dir=[None, InstanceOf(str, Path)])
 def llm_pool(n_queries: int = 200, *, models: Any = None, random_state: int = 0, max_new_tokens: int = 6,
              batch_size: int = 16, cache_dir: str | Path | None = None) -> SelectionTable:
@@ -158,6 +159,7 @@ def llm_pool(n_queries: int = 200, *, models: Any = None, random_state: int = 0,
     ``models`` defaults to every model whose files are installed (Gemma-3-270M only with its package);
     query features are the item kind (one-hot), known before any model runs.
     """
+    random_state = as_seed(random_state)  # int seeds unchanged; a Generator is accepted
     from trustlab.core.optional import is_available
 
     if models is None:

@@ -16,6 +16,7 @@ import numpy as np
 from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Options
 from trustlab.core.hashing import content_hash
+from trustlab.core.seeding import as_seed
 from trustlab.methods.cascade._table import SelectionTable
 
 __all__ = ["classifier_pool", "POOL_MODELS", "cached_table"]
@@ -136,7 +137,7 @@ def cached_table(cache_dir: str | Path | None, key: dict[str, Any], build: Any) 
 
 
 @validate_args(dataset=[Options(["digits", "breast_cancer", "wine"])],
-               train_fraction=[Interval("real", 0, 1, closed="neither")], random_state=[Interval(int, 0, None)],
+               train_fraction=[Interval("real", 0, 1, closed="neither")], random_state=["random_state"],
                cache_dir=[None, InstanceOf(str, Path)])
 def classifier_pool(dataset: str = "digits", *, train_fraction: float = 0.4, random_state: int = 0,
                     cache_dir: str | Path | None = None) -> SelectionTable:
@@ -150,6 +151,7 @@ def classifier_pool(dataset: str = "digits", *, train_fraction: float = 0.4, ran
     >>> t.models[0], t.n_queries > 50
     ('nb_pooled', True)
     """
+    random_state = as_seed(random_state)  # int seeds unchanged; a Generator is accepted
     import sklearn
 
     key = {"name": f"classifier pool ({dataset}, seed {random_state})", "kind": "classifier_pool",

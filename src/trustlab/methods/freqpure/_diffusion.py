@@ -19,7 +19,7 @@ from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import Interval, Satisfies
 from trustlab.core.exceptions import AssetNotFoundError, InputError, TrustlabError
 from trustlab.core.optional import require
-from trustlab.core.seeding import isolated_global_rng
+from trustlab.core.seeding import as_seed, isolated_global_rng
 from trustlab.methods.freqpure._unet import EpsUNet
 
 torch = require("torch", purpose="trustlab.methods.freqpure")
@@ -160,7 +160,7 @@ _CHANNELS = Satisfies(lambda v: isinstance(v, list | tuple) and len(v) == 2 and 
 @validate_args(X=[ArrayLike(ndim=(3, 4), low=0.0, high=1.0)], epochs=[Interval(int, 1, None)],
                channels=[_CHANNELS], batch_size=[Interval(int, 1, None)], lr=[Interval(float, 0, None, closed="neither")],
                ema_decay=[Interval(float, 0, 1, closed="left")], n_steps=[Interval(int, 2, None)],
-               random_state=[Interval(int, 0, None)], num_threads=[Interval(int, 1, None), None],
+               random_state=["random_state"], num_threads=[Interval(int, 1, None), None],
                resume=[dict, None])
 def train_ddpm(X: Any, *, epochs: int = 500, channels: Sequence[int] = (24, 32), batch_size: int = 128,
                lr: float = 1e-3, ema_decay: float = 0.999, n_steps: int = 1000, random_state: int = 0,
@@ -173,6 +173,7 @@ def train_ddpm(X: Any, *, epochs: int = 500, channels: Sequence[int] = (24, 32),
     ``min(ema_decay, (1 + k) / (10 + k))`` at step ``k``). Deterministic by ``random_state``; resuming gives
     the same weights as one uninterrupted run.
     """
+    random_state = as_seed(random_state)  # int seeds unchanged; a Generator is accepted
     from trustlab.core.threads import limit_threads
     from trustlab.models import train_epoch
 

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Interval
 from trustlab.core.exceptions import AssetNotFoundError
+from trustlab.core.seeding import as_seed
 
 __all__ = ["SHIPPED_WEIGHTS", "REBUILD_COMMAND", "load_shipped_ddpm", "shipped_provenance", "digits16_split"]
 
@@ -19,11 +19,12 @@ REBUILD_COMMAND = f"trustlab freqpure train-ddpm --out src/trustlab/data/_files/
 N_TEST = 300
 
 
-@validate_args(random_state=[Interval(int, 0, None)])
+@validate_args(random_state=["random_state"])
 def digits16_split(random_state: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(X_train, y_train, X_test, y_test)``: scikit-learn's digits upsampled to 16x16 (``(n, 1, 16, 16)``,
     [0, 1]), a stratified split with 300 test digits. ``random_state=0`` is the split the shipped DDPM was
     trained on (its training half only); the experiment's classifier uses the same training half."""
+    random_state = as_seed(random_state)  # int seeds unchanged; a Generator is accepted
     from sklearn.model_selection import train_test_split
 
     from trustlab.data import load_digits_images
