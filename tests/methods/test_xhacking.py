@@ -347,3 +347,24 @@ def test_c1b_primary_is_the_single_search_and_best_of_seeds_is_secondary():
     assert by_id["C1b-best"].check(r).passed is True
     cfg = {"control_budget": 6, "seeds": [0, 1, 2, 3, 4]}
     assert "6 trials per seed" in by_id["C3"].note_for(cfg) and "5 seeds" in by_id["C3"].note_for(cfg)
+
+
+def test_audit_attaches_explanation_controls(data):
+    import json
+
+    """Issue 23: the audited explanations carry trustlab.explain's controls and sanity verdict."""
+    X, y, names = data
+    rep = _audit(controls="endpoints").audit(X, y, feature_names=names)
+    audited = [f for f in rep.features if f.name in rep.spec["features"]]
+    endpoints = {n for f in audited for n in (f.argmin_share_trial, f.argmax_share_trial)}
+    assert set(rep.controls) == {0} | endpoints
+    for verdict in rep.controls.values():
+        assert verdict["status"] in {"PASS", "FAIL", "INCOMPLETE"}
+        assert {c["name"] for c in verdict["checks"]} and verdict["correlations"]
+        assert "model_randomisation" in verdict["correlations"] or verdict["status"] == "INCOMPLETE"
+    md = rep.to_markdown()
+    assert "Explanation controls" in md and f"trial 0 (reference): **{rep.controls[0]['status']}**" in md
+    ref_only = _audit(controls="reference").audit(X, y, feature_names=names)
+    assert set(ref_only.controls) == {0} and ref_only.controls[0] == rep.controls[0]  # seeded: reproducible
+    assert _audit(controls="none").audit(X, y, feature_names=names).controls == {}
+    assert json.loads(rep.to_json())["controls"]["0"]["status"] == rep.controls[0]["status"]

@@ -18,6 +18,7 @@ from trustlab.core.arguments import SequenceOf
 from trustlab.core.constraints import Interval, Options
 from trustlab.core.roles import Auditor
 from trustlab.core.validation import check_X_y
+from trustlab.methods.xhacking._controls import pipeline_controls
 from trustlab.methods.xhacking._data import redundancy
 from trustlab.methods.xhacking._paper import PAPER
 from trustlab.methods.xhacking._problem import EvalSettings, SearchContext, resolve_feature
@@ -121,6 +122,7 @@ class XHackingAudit(Auditor):
         "redundancy_estimator": [Options(["ridge", "gbm"])],
         "n_startup_trials": [None, Interval(int, 0, None)],
         "progress": ["boolean"],
+        "controls": [Options(["none", "reference", "endpoints"])],
         "random_state": ["random_state"],
     }
 
@@ -129,7 +131,8 @@ class XHackingAudit(Auditor):
                  metric: str = "shap_share", top_k: int = 3, negligible: float = 0.01, explain_on: str = "test",
                  test_size: float = 0.25, n_background: int = 50, n_explain: int = 50, scoring: str = "accuracy",
                  reference: dict[str, Any] | None = None, redundancy_estimator: str = "ridge",
-                 n_startup_trials: int | None = None, progress: bool = True, random_state: Any = 0):
+                 n_startup_trials: int | None = None, progress: bool = True, controls: str = "reference",
+                 random_state: Any = 0):
         self.search_space = search_space
         self.features = features
         self.eps = eps
@@ -149,6 +152,7 @@ class XHackingAudit(Auditor):
         self.redundancy_estimator = redundancy_estimator
         self.n_startup_trials = n_startup_trials
         self.progress = progress
+        self.controls = controls
         self.random_state = random_state
 
     @classmethod
@@ -200,6 +204,12 @@ class XHackingAudit(Auditor):
         for msg in warn_msgs:
             warnings.warn(msg, UserWarning, stacklevel=3)
         feats = [self._interval(ctx, j, log[0], defensible) for j in range(ctx.p)]
+        controls = self._controls(ctx, log, feats, targets, seed)
+        if controls.get(0, {}).get("status", "PASS") != "PASS":
+            warn_msgs.append(f"{owner}: the reference explanation does not pass its controls (status "
+                             f"{controls[0]['status']}); its intervals describe an explanation that may not reflect "
+                             "the model (see report.controls).")
+            warnings.warn(warn_msgs[-1], UserWarning, stacklevel=3)
         spec = {"search_space": space.to_spec(), "eps": eps, "budget": self.budget, "n_explore": self.n_explore,
                 "drop_probes": self.drop_probes, "sampler": self.sampler, "metric": self.metric,
                 "features": [ctx.names[j] for j in targets], "n_startup_trials": self.n_startup_trials,
@@ -207,7 +217,20 @@ class XHackingAudit(Auditor):
         return XHackingReport(features=feats, reference={k: ctx.reference[k] for k in ("config", "score", "share", "rank")},
                               eps=eps, score_floor=float(floor), top_k=self.top_k, negligible=self.negligible,
                               n_trials=len(log), n_defensible=len(defensible), trials=log, spec=spec,
-                              spec_hash=spec_hash(spec), warnings=warn_msgs)
+                              spec_hash=spec_hash(spec), warnings=warn_msgs, controls=controls)
+
+    def _controls(self, ctx: SearchContext, log: list[dict[str, Any]], feats: list[FeatureInterval],
+                  targets: list[int], seed: int) -> dict[int, dict[str, Any]]:
+        """Sanity verdicts (trustlab.explain controls) of the reference and, with ``controls="endpoints"``, of
+        the trials at each audited feature's share-interval endpoints; keyed by trial number."""
+        if self.controls == "none":
+            return {}
+        numbers = [0]
+        if self.controls == "endpoints":
+            for f in (feats[j] for j in targets):
+                numbers += [f.argmin_share_trial, f.argmax_share_trial]
+        by_number = {t["number"]: t for t in log}
+        return {n: pipeline_controls(ctx, by_number[n]["config"], seed) for n in dict.fromkeys(numbers)}
 
     def _plan(self, ctx: SearchContext, space: SearchSpace, targets: list[int]) -> list[tuple[str, int, str, str, int]]:
         """The searches, in order: (label, target, goal, sampler, trials); probes have sampler "probe"."""

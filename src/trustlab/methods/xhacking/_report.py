@@ -49,6 +49,8 @@ class XHackingReport:
     spec: dict[str, Any]
     spec_hash: str
     warnings: list[str] = field(default_factory=list)
+    #: trial number (0 = the reference) -> sanity verdict of its explanation (``trustlab.explain`` controls)
+    controls: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from trustlab.results.result import to_jsonable
@@ -108,6 +110,10 @@ class XHackingReport:
                 f"| {f.name} | {f.reference_share:.3f} | [{f.min_share:.3f}, {f.max_share:.3f}] | {f.reference_rank} | "
                 f"{f.min_rank}-{f.max_rank} | {f.redundancy:.2f} | {'can be' if f.min_rank <= self.top_k else 'no'} | "
                 f"{'can be' if f.can_be_negligible else 'no'} | {flag} |")
+        if self.controls:
+            lines += ["", "Explanation controls (trustlab.explain; model and data randomisation, placebos):", ""]
+            lines += [f"- trial {n}{' (reference)' if n == 0 else ''}: **{v['status']}**"
+                      for n, v in sorted(self.controls.items())]
         flagged = self.flagged()
         lines += ["", f"{len(flagged)} feature(s) flagged: their explanation can be reported as top-{self.top_k} "
                   "or not (or as top and negligible) by choosing among equally accurate pipelines."]
