@@ -23,6 +23,7 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "valuation": ["cleanlab"],
     "symbolic": ["torch", "pytorch_tabnet", "gplearn", "sympy", "statsmodels"],
     "dist": ["ray", "cloudpickle"],
+    "attacks": ["torch", "torchattacks"],
 }
 #: import name -> pip requirement, where it differs from the import name
 _DISTRIBUTIONS = {"torch": "torch==2.13.0", "sentence_transformers": "sentence-transformers",

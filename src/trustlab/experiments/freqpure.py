@@ -35,7 +35,7 @@ from trustlab.methods.freqpure import PAPER as PAPER
 from trustlab.results.result import Result
 
 TITLE = "FreqPure vs DiffPure: frequency-guided diffusion purification under adaptive attacks (16x16 digits)"
-EXTRAS = ("torch",)
+EXTRAS = ("torch", "attacks")
 UNDEFENDED, DIFFPURE, FREQPURE = "undefended", "DiffPure", "FreqPure"
 
 
