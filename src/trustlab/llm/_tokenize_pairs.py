@@ -139,7 +139,7 @@ def _pack(seqs: list[list[int]], masks: list[list[int]], plen: np.ndarray, *, pa
           r_trunc: np.ndarray | None = None) -> SequenceSet:
     n = len(seqs)
     ids, att = pad_batch(seqs, pad_id, "right")
-    resp, _ = pad_batch([[int(b) for b in m] for m in masks], 0, "right")  # pad_batch takes integer rows
+    resp, _ = pad_batch(masks, 0, "right")  # callers pass 0/1 integer rows (pad_batch refuses bools)
     rlen = resp.sum(1).numpy().astype(np.int64)
     zeros = np.zeros(n, dtype=bool)
     return SequenceSet(ids, att, resp.bool(), np.asarray(plen, np.int64), rlen,
