@@ -162,15 +162,7 @@ class SearchContext:
             return dict(self._cache[key])
         out: dict[str, Any] = {"config": config}
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", category=UserWarning)
-                warnings.simplefilter("ignore", category=FutureWarning)
-                from sklearn.exceptions import ConvergenceWarning
-
-                warnings.simplefilter("ignore", category=ConvergenceWarning)
-                pipe = build_pipeline(config, self.p, self.n_classes).fit(self.X_tr, self.y_tr)
-                out["score"] = self._score(pipe)
-            expl = explain_pipeline(pipe, self.X_bg, self.X_ex, n_classes=self.n_classes, seed=int(config["seed"]))
+            pipe, expl = self.fit_and_explain(config, score_into=out)
             m = shares_and_ranks(expl["phi"], self.X_ex)
             out.update(share=m["share"].tolist(), rank=m["rank"].tolist(), direction=m["direction"].tolist(),
                        explainer=expl["explainer"], additivity_ok=bool(expl["additivity_ok"]), error=None)
@@ -179,6 +171,23 @@ class SearchContext:
                        explainer=None, additivity_ok=True, error=f"{type(exc).__name__}: {exc}")
         self._cache[key] = out
         return dict(out)
+
+    def fit_and_explain(self, config: dict[str, Any], *,
+                        score_into: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """The fitted pipeline of ``config`` (its ``seed`` defaults to the model seed) and its
+        :func:`explain_pipeline` result on this context's background and rows; with ``score_into``, the
+        held-out score is stored there as ``"score"`` before the explanation runs."""
+        config = {"seed": self.settings.model_seed, **config}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)
+            warnings.simplefilter("ignore", category=FutureWarning)
+            from sklearn.exceptions import ConvergenceWarning
+
+            warnings.simplefilter("ignore", category=ConvergenceWarning)
+            pipe = build_pipeline(config, self.p, self.n_classes).fit(self.X_tr, self.y_tr)
+            if score_into is not None:
+                score_into["score"] = self._score(pipe)
+        return pipe, explain_pipeline(pipe, self.X_bg, self.X_ex, n_classes=self.n_classes, seed=int(config["seed"]))
 
     def spec(self) -> dict[str, Any]:
         """The part of the search specification this context fixes."""
