@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from trustlab.methods.xhacking._explain import explain_pipeline
-from trustlab.methods.xhacking._space import build_pipeline
 
 __all__ = ["audited_explainer", "pipeline_controls"]
 
@@ -31,11 +30,15 @@ def audited_explainer(n_classes: int, seed: int) -> Any:
 
 
 def pipeline_controls(ctx: Any, config: dict[str, Any], seed: int) -> dict[str, Any]:
-    """The sanity verdict (``SanityVerdict.to_dict()``) of the audit's explanation of the pipeline ``config``."""
+    """The sanity verdict (``SanityVerdict.to_dict()``) of the audit's explanation of the pipeline ``config``.
+
+    The explanation is the one the audit scored (``SearchContext.fit_and_explain``, the trial's own seed); the
+    control models are re-explained with the same explainer, seeded by ``seed``.
+    """
     from trustlab.explain import attach_controls, explanation_from_values
 
-    pipe = build_pipeline(config, ctx.p, ctx.n_classes).fit(ctx.X_tr, ctx.y_tr)
-    phi = explain_pipeline(pipe, ctx.X_bg, ctx.X_ex, n_classes=ctx.n_classes, seed=seed)["phi"]
+    pipe, expl = ctx.fit_and_explain(config)
+    phi = expl["phi"]
     if ctx.n_classes == 2:
         values, target = phi[:, :, -1], 1
     else:
