@@ -40,6 +40,13 @@ def new_figure(width: float = 6.0, height: float = 3.6) -> tuple[Any, Any]:
     return fig, fig.add_subplot(1, 1, 1)
 
 
+def _no_data_figure() -> Any:
+    """An empty panel saying "no data" (what every plot returns when its columns are missing)."""
+    fig, ax = new_figure()
+    ax.text(0.5, 0.5, "no data", ha="center", va="center")
+    return fig
+
+
 def _frame(result: Result, query: dict[str, Any] | None) -> Any:
     df = result.to_frame()
     for k, v in (query or {}).items():
@@ -53,10 +60,9 @@ def bar_plot(result: Result, x: str, y: str = "value", hue: str | None = None, *
              title: str | None = None, ylabel: str | None = None) -> Any:
     """Mean of ``y`` per ``x`` (and ``hue``) with a standard-deviation error bar over the other columns."""
     df = _frame(result, where)
-    fig, ax = new_figure()
     if df.empty or x not in df or y not in df:
-        ax.text(0.5, 0.5, "no data", ha="center", va="center")
-        return fig
+        return _no_data_figure()
+    fig, ax = new_figure()
     xs = list(dict.fromkeys(df[x]))
     hues = list(dict.fromkeys(df[hue])) if hue and hue in df else [None]
     width = 0.8 / len(hues)
@@ -80,10 +86,9 @@ def line_plot(result: Result, x: str, y: str = "value", hue: str | None = None, 
               title: str | None = None, ylabel: str | None = None) -> Any:
     """Mean of ``y`` against ``x`` (numeric), one line per ``hue``."""
     df = _frame(result, where)
-    fig, ax = new_figure()
     if df.empty or x not in df or y not in df:
-        ax.text(0.5, 0.5, "no data", ha="center", va="center")
-        return fig
+        return _no_data_figure()
+    fig, ax = new_figure()
     groups = [(None, df)] if not hue or hue not in df else list(df.groupby(hue, sort=False))
     for h, sub in groups:
         m = sub.groupby(x)[y].mean().sort_index()
@@ -115,15 +120,11 @@ def front_plot(result: Result, x: str, y: str, *, hue: str = "method", facet: st
 
     df = _frame(result, where)
     if df.empty or "metric" not in df:
-        fig, ax = new_figure()
-        ax.text(0.5, 0.5, "no data", ha="center", va="center")
-        return fig
+        return _no_data_figure()
     facets = list(dict.fromkeys(df[facet])) if facet in df else [None]
     facets = [f for f in facets if {x, y} <= set(df[df[facet] == f]["metric"] if f is not None else df["metric"])]
     if not facets:
-        fig, ax = new_figure()
-        ax.text(0.5, 0.5, "no data", ha="center", va="center")
-        return fig
+        return _no_data_figure()
     fig = Figure(figsize=(3.3 * len(facets), 3.4), dpi=110, layout="constrained")
     axes = fig.subplots(1, len(facets), squeeze=False)[0]
     for ax, f in zip(axes, facets):
