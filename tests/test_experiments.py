@@ -169,3 +169,24 @@ def test_provenance_outside_a_checkout_says_so(monkeypatch):
 
     monkeypatch.setattr(exp_runner, "_git", lambda args, cwd: None)
     assert exp_runner._git_sha().startswith("unknown (installed package")
+
+
+def test_provenance_records_the_commit_the_run_started_from(monkeypatch, toy_experiment):
+    # a commit made while a long run is going must not be recorded as the code that ran
+    from trustlab.experiments import runner as exp_runner
+
+    import contextlib
+
+    ran = []
+    real_state = exp_runner._restored_global_state
+
+    @contextlib.contextmanager
+    def state_then_commit(seed):
+        with real_state(seed):
+            yield
+        ran.append(True)  # the "commit" happens once the experiment has run
+
+    monkeypatch.setattr(exp_runner, "_restored_global_state", state_then_commit)
+    monkeypatch.setattr(exp_runner, "_git_sha", lambda: "b" * 40 if ran else "a" * 40)
+    result, _ = run_experiment(toy_experiment, "quick", seeds=[0], out_dir=None, show_progress=False)
+    assert result.provenance["git_sha"] == "a" * 40

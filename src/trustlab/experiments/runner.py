@@ -250,6 +250,7 @@ def run_experiment(
     budget = budget_s if budget_s is not None else exp.config_cls.budgets.get(mode)
     ctx = RunContext(seeds=tuple(cfg.seeds), out_dir=Path(out_dir) if out_dir else None, budget_s=budget,
                      show_progress=show_progress, strict_budget=strict, executor=executor)
+    start = _provenance()  # the code that runs: a commit made during a long run must not be recorded
     t0 = time.perf_counter()
     _import_torch_first(exp)
     with _restored_global_state(int(cfg.seeds[0])):
@@ -261,7 +262,7 @@ def run_experiment(
     result.notes.extend(ctx.log)
     untimed = {k: round(v, 3) for k, v in ctx.untimed_s.items()}
     timed = wall - sum(ctx.untimed_s.values())
-    result.provenance.update(_provenance(), seeds=list(cfg.seeds), wall_time_s=round(wall, 3),
+    result.provenance.update(start, seeds=list(cfg.seeds), wall_time_s=round(wall, 3),
                              timed_s=round(timed, 3), untimed_s=untimed, budget_s=budget, strict_budget=strict,
                              within_budget=budget is None or timed <= budget, overrun_at=ctx.overrun_at,
                              overrides=overrides, paper=dataclasses.asdict(exp.paper),
