@@ -85,7 +85,7 @@ def _model_rule() -> Any:
 
 
 def _plain_example() -> dict[str, Any]:
-    from trustlab.llm.loading import tiny_random_llama
+    from trustlab.llm._small import tiny_random_llama
 
     return {"model": tiny_random_llama()[0]}
 

@@ -472,8 +472,8 @@ def _write_states(path: Path, hidden: Any, key: str) -> None:
 
 
 def _example() -> dict[str, Any]:
+    from trustlab.llm._small import tiny_random_llama
     from trustlab.llm._tokenize_pairs import tokenize_pairs
-    from trustlab.llm.loading import tiny_random_llama
 
     model, tok = tiny_random_llama()
     return {"model": model, "sequences": tokenize_pairs(tok, ["Hi"], ["Hello"])}
