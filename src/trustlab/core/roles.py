@@ -40,7 +40,6 @@ __all__ = [
     "Auditor",
     "Router",
     "RouteDecision",
-    "ROLES",
 ]
 
 

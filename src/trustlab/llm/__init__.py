@@ -18,11 +18,11 @@ from __future__ import annotations
 from trustlab.core.lazy import lazy_exports
 
 #: public name -> submodule that defines it
-_EXPORTS: dict[str, str] = {
+_LAZY: dict[str, str] = {
     # loading
-    "DEFAULT_MODEL": "_registry",
-    "LoadedModel": "loading",
-    "LoadInfo": "loading",
+
+
+
     "ModelEntry": "_registry",
     "available_models": "_registry",
     "load_embedder": "_small",
@@ -35,26 +35,23 @@ _EXPORTS: dict[str, str] = {
     "cached_arrays": "_arraycache",
     "model_fingerprint": "_arraycache",
     # sites
-    "ARCHITECTURES": "sites",
-    "ArchSpec": "sites",
-    "Dims": "sites",
-    "Site": "sites",
+
+
+
+
     "arch_spec": "sites",
     "dims": "sites",
     "resolve_site": "sites",
     "site_names": "sites",
     # hooks
     "Edit": "_edits",
-    "Trace": "hooks",
     "trace": "hooks",
     "run_with_cache": "_interventions",
     "patch_activations": "_interventions",
     "ablate_heads": "_interventions",
     "active_hooks": "hooks",
-    "HeadPatchResult": "_patching",
     "patch_all_heads": "_patching",
     # batching and positions
-    "Activations": "_batching",
     "collect": "_batching",
     "head_means": "_batching",
     "encode_texts": "_batching",
@@ -65,10 +62,10 @@ _EXPORTS: dict[str, str] = {
     # prefix replay
     "PrefixCache": "prefix",
     # scoring
-    "EncodedBatch": "scoring",
-    "SequenceScores": "scoring",
-    "OptionScores": "scoring",
-    "KLResult": "scoring",
+
+
+
+
     "encode_responses": "scoring",
     "gather_logprobs": "scoring",
     "head_logits": "scoring",
@@ -83,7 +80,6 @@ _EXPORTS: dict[str, str] = {
     "PreferencePairs": "_tokenize_pairs",
     "tokenize_pairs": "_tokenize_pairs",
     "tokenize_preferences": "_tokenize_pairs",
-    "MODULE_GROUPS": "adapters",
     "add_lora": "adapters",
     "adapter_layers": "adapters",
     "is_adapted": "adapters",
@@ -91,15 +87,11 @@ _EXPORTS: dict[str, str] = {
     "merge_adapter": "adapters",
     "reference_policy": "adapters",
     "resolve_layers": "adapters",
-    "resolve_modules": "adapters",
     "save_adapter": "adapters",
     "save_merged": "adapters",
-    "trainable_parameters": "adapters",
     "weights_fingerprint": "adapters",
     "PolicyForward": "policy",
-    "SequenceLogprobs": "policy",
     "replay_depth": "policy",
-    "PREFERENCE_LOSSES": "losses",
     "dpo_loss": "losses",
     "ipo_loss": "losses",
     "length_normalized_dpo_loss": "losses",
@@ -116,18 +108,18 @@ _EXPORTS: dict[str, str] = {
     "SFTObjective": "objectives",
     "StepOutput": "objectives",
     "train": "trainer",
-    "PreferenceEval": "evaluate",
-    "GenerationEval": "evaluate",
+
+
     "preference_accuracy": "evaluate",
     "evaluate_generations": "evaluate",
-    "PeakRSS": "resources",
-    "StepTiming": "resources",
+
+
     "measure_peak_rss": "resources",
     "median_step_time": "resources",
     "time_steps": "resources",
     "peak_rss_mb": "resources",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_LAZY)
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

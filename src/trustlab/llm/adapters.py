@@ -36,7 +36,6 @@ from trustlab.llm.sites import arch_spec, dims, get_module, unwrap
 torch = require("torch", purpose="trustlab.llm adapters")
 
 __all__ = [
-    "MODULE_GROUPS",
     "add_lora",
     "adapter_layers",
     "is_adapted",
@@ -44,10 +43,8 @@ __all__ = [
     "merge_adapter",
     "reference_policy",
     "resolve_layers",
-    "resolve_modules",
     "save_adapter",
     "save_merged",
-    "trainable_parameters",
     "weights_fingerprint",
 ]
 

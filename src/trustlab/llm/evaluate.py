@@ -27,7 +27,7 @@ from trustlab.llm.sites import unwrap
 
 torch = require("torch", purpose="trustlab.llm evaluation")
 
-__all__ = ["GenerationEval", "PreferenceEval", "evaluate_generations", "preference_accuracy"]
+__all__ = [ "evaluate_generations", "preference_accuracy"]
 
 
 @dataclass(frozen=True)

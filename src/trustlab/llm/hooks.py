@@ -27,7 +27,7 @@ _MODULE = TorchModule()
 
 torch = require("torch", purpose="trustlab.llm hooks")
 
-__all__ = ["Edit", "Trace", "trace", "active_hooks"]
+__all__ = ["Edit", "trace", "active_hooks"]
 
 class _StopForward(Exception):
     """Raised by the stop hook; caught by the owning Trace."""

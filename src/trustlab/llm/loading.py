@@ -32,9 +32,6 @@ from trustlab.llm._registry import (
 )
 
 __all__ = [
-    "DEFAULT_MODEL",
-    "LoadedModel",
-    "LoadInfo",
     "ModelEntry",
     "available_models",
     "load_model",

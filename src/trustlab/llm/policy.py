@@ -35,7 +35,7 @@ from trustlab.llm.sites import arch_spec, base_model, dims, get_module, model_de
 
 torch = require("torch", purpose="trustlab.llm PolicyForward")
 
-__all__ = ["PolicyForward", "SequenceLogprobs", "replay_depth"]
+__all__ = ["PolicyForward", "replay_depth"]
 
 _FORMAT = 1
 

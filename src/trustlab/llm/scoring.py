@@ -29,10 +29,6 @@ from trustlab.llm.sites import arch_spec, base_model, dims, get_module, model_de
 torch = require("torch", purpose="trustlab.llm scoring")
 
 __all__ = [
-    "EncodedBatch",
-    "KLResult",
-    "OptionScores",
-    "SequenceScores",
     "encode_responses",
     "gather_logprobs",
     "head_logits",
