@@ -6,12 +6,11 @@ point is a documented choice). Public objects:
 * :class:`FEATKDRegressor` (Regressor role): TabNet teacher (pytorch-tabnet) -> per-step teacher signals
   (step outputs, or per-step contributions) -> mask-restricted gplearn distillation -> sympy -> fidelity
   filter -> one ridge head per target on the shared features; ``predict`` needs only numpy;
-* :class:`SymbolicFeature`, :class:`Complexity`, :class:`DistillationReport`, :class:`GuardReport`,
-  :class:`FormulaGuardWarning`;
+* :class:`SymbolicFeature`, :class:`Complexity`, :class:`FormulaGuardWarning`;
 * baselines (:mod:`._baselines`): :func:`fit_gplearn_on_y` (equal-wall-time option),
   :func:`fit_symbolic_transformer_ridge`, :func:`fit_ridge`, :func:`fit_gbm`, :func:`teacher_baseline`,
   :class:`BaselineFit`, :func:`r2_per_target`;
-* synthetic ground truth: :func:`make_formula_task`, :class:`FormulaTask`, :data:`FORMULA_TASKS`;
+* synthetic ground truth: :func:`make_formula_task`, :class:`FormulaTask`;
   :func:`is_equivalent`, :func:`term_recovered`; sizes :func:`expression_nodes`, :func:`feat_complexity`.
 
 Needs the ``symbolic`` extra (``pip install 'trustlab[symbolic]'``).
