@@ -13,6 +13,7 @@ import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.markup import escape  # noqa: E402
 
+from trustlab.core.arguments import validate_args  # noqa: E402
 from trustlab.core.exceptions import TrustlabError  # noqa: E402
 from trustlab.core.optional import EXTRA_MODULES, is_available  # noqa: E402
 
@@ -45,6 +46,7 @@ def _fail(exc: BaseException) -> None:
     raise typer.Exit(code=2)
 
 
+@validate_args()
 def main() -> None:
     """Entry point of the ``trustlab`` script."""
     try:
