@@ -72,11 +72,12 @@ def _retrains(model, data, f: np.ndarray, repeats: int) -> dict:
 
 def _amun(model, data, f: np.ndarray, variant: str, lr: float, epochs: int, repeats: int) -> dict:
     from trustlab.methods import amun as A
+    from trustlab.methods.amun._adversarial import clear_adversarial_cache
 
     infos = []
 
     def amun() -> None:
-        A.clear_adversarial_cache()
+        clear_adversarial_cache()
         h = A.AMUN(variant=variant, lr=lr, epochs=epochs, random_state=0).apply(model, f, data)
         infos.append(h.info)
         h.restore()

@@ -9,7 +9,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from trustlab.cli import app
+from trustlab.cli._app import app
 
 runner = CliRunner()
 
@@ -99,7 +99,7 @@ def test_reproduce_isolates_global_state(toy_experiment, tmp_path):
     assert alone.exit_code == 0 and after.exit_code == 0, alone.output + after.output
 
     def state(folder):
-        from trustlab.results import latest_results
+        from trustlab.results.report import latest_results
 
         (res,) = [r for _, r in latest_results(folder / "runs") if r.experiment == "toystate"]
         return res.summary

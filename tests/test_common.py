@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trustlab.methods import method_classes
+from trustlab.methods._discovery import method_classes
 from trustlab.testing import parametrize_with_checks
 
 CLASSES = list(method_classes().values())

@@ -18,9 +18,6 @@ from trustlab.core.exceptions import (
 )
 from trustlab.core.optional import is_available
 from trustlab.data import (
-    TABULAR_SETS,
-    list_text_sets,
-    list_timeseries,
     load_digits_images,
     load_table,
     load_tabular,
@@ -28,8 +25,11 @@ from trustlab.data import (
     load_timeseries,
     partition_dirichlet,
     partition_iid,
-    partition_shards,
 )
+from trustlab.data.federated import partition_shards
+from trustlab.data.tabular import TABULAR_SETS
+from trustlab.data.text import list_text_sets
+from trustlab.data.timeseries import list_timeseries
 
 
 @pytest.mark.parametrize("name", list(TABULAR_SETS))

@@ -162,7 +162,7 @@ def test_cli_refuses_a_bad_executor_and_an_unreachable_address(tmp_path):
 
     from typer.testing import CliRunner
 
-    from trustlab.cli import app
+    from trustlab.cli._app import app
 
     runner = CliRunner()
     res = runner.invoke(app, ["run", "licensing", "--quick", "--executor", "dask", "--out", str(tmp_path)])

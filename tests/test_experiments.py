@@ -8,15 +8,9 @@ import time
 import pytest
 
 from trustlab.core.exceptions import ConfigError, UnknownNameError
-from trustlab.experiments import (
-    apply_overrides,
-    evaluate_claims,
-    exit_status,
-    experiment_ids,
-    get_experiment,
-    run_experiment,
-)
-from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.experiments import exit_status, experiment_ids, get_experiment, run_experiment
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext, evaluate_claims
+from trustlab.experiments.runner import apply_overrides
 from trustlab.results import ClaimOutcome, Result
 
 

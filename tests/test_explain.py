@@ -12,8 +12,6 @@ from trustlab.core.exceptions import ConfigError, InputError, TrustlabError
 from trustlab.core.hashing import state_dict_hash
 from trustlab.core.seeding import global_rng_state, same_global_rng_state
 from trustlab.explain import (
-    CONDITIONS,
-    CONTROL_NAMES,
     THRESHOLDS,
     Explanation,
     achieved_power,
@@ -26,6 +24,8 @@ from trustlab.explain import (
     open_key,
     sample_size,
 )
+from trustlab.explain._explanation import CONTROL_NAMES
+from trustlab.explain._study import CONDITIONS
 
 
 def model_ignoring(inp):

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from trustlab.core.base import Method, PaperInfo
-from trustlab.experiments import MODES, experiment_ids, get_experiment
+from trustlab.experiments import experiment_ids, get_experiment
+from trustlab.experiments.base import MODES
 from trustlab.methods import METHODS, discover_methods
 
 ROOT = Path(__file__).resolve().parents[1]

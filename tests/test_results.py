@@ -10,17 +10,10 @@ import pytest
 
 from trustlab.core.exceptions import InputError
 from trustlab.core.files import atomic_write_text, clean_orphans, file_mode, to_jsonable
-from trustlab.results import (
-    ClaimOutcome,
-    Result,
-    bar_plot,
-    build_report,
-    claims_plot,
-    latest_results,
-    line_plot,
-)
+from trustlab.results import ClaimOutcome, Result, bar_plot, build_report, claims_plot, line_plot
 from trustlab.results._table import claim_rows, fmt_value
 from trustlab.results.plots import parse_threshold
+from trustlab.results.report import latest_results
 
 
 def _result() -> Result:

@@ -17,10 +17,8 @@ _LAZY = {
     # registry and results
     "METHODS": "trustlab.core.registry",
     "Result": "trustlab.results.result",
-    "build_report": "trustlab.results.report",
     # experiments
     "run_experiment": "trustlab.experiments.runner",
-    "experiment_ids": "trustlab.experiments.runner",
     # data
     "load_tabular": "trustlab.data",
     "load_table": "trustlab.data",

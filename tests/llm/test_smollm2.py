@@ -149,7 +149,7 @@ def test_load_embedder():
 def test_doctor_warm_prepares_the_smollm2_cache():
     from typer.testing import CliRunner
 
-    from trustlab.cli import app
+    from trustlab.cli._app import app
 
     res = CliRunner().invoke(app, ["doctor", "--warm"])
     assert res.exit_code == 0, res.output

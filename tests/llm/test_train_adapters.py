@@ -19,9 +19,9 @@ from trustlab.llm import (
     resolve_layers,
     save_adapter,
     save_merged,
-    trainable_parameters,
     weights_fingerprint,
 )
+from trustlab.llm.adapters import trainable_parameters
 
 IDS = torch.tensor([[5, 6, 7, 8, 9, 10]])
 

@@ -25,8 +25,8 @@ from trustlab.llm import (
     tokenize_preferences,
     trace,
     train,
-    trainable_parameters,
 )
+from trustlab.llm.adapters import trainable_parameters
 
 PROMPTS = [f"What is {a} + {b}?" for a, b in [(2, 3), (4, 4), (7, 1), (5, 6), (3, 9), (8, 2), (1, 1), (6, 6)]]
 CHOSEN = [str(a + b) for a, b in [(2, 3), (4, 4), (7, 1), (5, 6), (3, 9), (8, 2), (1, 1), (6, 6)]]

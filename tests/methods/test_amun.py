@@ -14,6 +14,8 @@ from trustlab.core.base import state_dict_hash  # noqa: E402
 from trustlab.core.exceptions import ConfigError, InputError  # noqa: E402
 from trustlab.core.seeding import isolated_global_rng  # noqa: E402
 from trustlab.methods import amun as A  # noqa: E402
+from trustlab.methods.amun._adversarial import clear_adversarial_cache  # noqa: E402
+from trustlab.methods.amun._evaluate import ReferenceModels, taylor_soft_margin  # noqa: E402
 from trustlab.models import predict_logits  # noqa: E402
 
 
@@ -88,7 +90,7 @@ def test_deterministic_cached_and_mode_restored():
     assert model.training, "train mode must be restored"
     b = A.adversarial_set(model, X, y, 0.1, steps=10, use_cache=False)
     assert np.array_equal(a.x_adv, b.x_adv) and np.array_equal(a.y_adv, b.y_adv)
-    A.clear_adversarial_cache()
+    clear_adversarial_cache()
     c = A.adversarial_set(model, X, y, 0.1, steps=10)
     d = A.adversarial_set(model, X, y, 0.1, steps=10)
     assert not c.from_cache and d.from_cache and c.key == d.key
@@ -227,13 +229,13 @@ def test_tuple_data_is_accepted(toy):
 # -- evaluators -----------------------------------------------------------------------------------------
 def test_taylor_soft_margin_values_and_guard():
     logits = np.zeros((1, 10))
-    p, n_bad = A.taylor_soft_margin(logits, [0])
+    p, n_bad = taylor_soft_margin(logits, [0])
     tay = lambda v: 1 + v + v**2 / 2 + v**3 / 6  # noqa: E731
     assert p[0] == pytest.approx(tay(-0.6) / (9 + tay(-0.6))) and n_bad == 0
     very_negative = np.array([[-40.0, 0.0, 0.0]])  # the cubic series goes negative: floored, counted
-    p, n_bad = A.taylor_soft_margin(very_negative, [0])
+    p, n_bad = taylor_soft_margin(very_negative, [0])
     assert p[0] == 1e-12 and n_bad == 1
-    p3, _ = A.taylor_soft_margin(np.zeros((4, 2, 3)), [0, 1])
+    p3, _ = taylor_soft_margin(np.zeros((4, 2, 3)), [0, 1])
     assert p3.shape == (4, 2)
 
 
@@ -247,7 +249,7 @@ def _synthetic_refs(n=200, k=10, m=8, seed=0):
         in_mask[j, half] = True
         in_mask[j + 1] = ~in_mask[j]
     logits[np.arange(m)[:, None], np.arange(n)[None], labels[None]] += 2.0 + 3.0 * in_mask
-    return A.ReferenceModels(logits, in_mask), labels, rng
+    return ReferenceModels(logits, in_mask), labels, rng
 
 
 def test_rmia_separates_members_and_refuses_too_few_refs():
@@ -266,11 +268,11 @@ def test_rmia_separates_members_and_refuses_too_few_refs():
     s0 = A.rmia_scores(null, refs, labels, np.arange(n))
     assert abs(A.mia_auc(s0[:100], s0[100:], balanced=False) - 50) < 12
     with pytest.raises(InputError, match="at least 2 reference models"):
-        A.ReferenceModels(refs.logits[:1], refs.in_mask[:1])
+        ReferenceModels(refs.logits[:1], refs.in_mask[:1])
     with pytest.raises(ConfigError, match="'n_models' argument of fit_reference_models"):
         A.fit_reference_models(lambda: _net(), np.zeros((4, 16), np.float32), np.zeros(4, int), 1)
     with pytest.warns(UserWarning, match="IN for"):
-        A.ReferenceModels(refs.logits, np.ones_like(refs.in_mask))
+        ReferenceModels(refs.logits, np.ones_like(refs.in_mask))
 
 
 def test_rmia_excludes_x_from_its_own_population():
@@ -342,7 +344,7 @@ def test_rmia_scores_nan_logits_refused():
     bad = refs.logits.copy()
     bad[0, 0, 0] = np.nan
     with pytest.raises(InputError, match="NaN or infinite"):
-        A.ReferenceModels(bad, refs.in_mask)
+        ReferenceModels(bad, refs.in_mask)
 
 
 @pytest.mark.parametrize("cand", [[-1], [40], [0.5]])

@@ -35,7 +35,6 @@ from trustlab.methods.cascade import (
     evaluate_policy,
     expected_max,
     fit_policy,
-    heuristic_solver,
     hull_models,
     linear_curve,
     load_routerbench,
@@ -50,6 +49,7 @@ from trustlab.methods.cascade import (
 from trustlab.methods.cascade._engine import Engine, Space, select_answer
 from trustlab.methods.cascade._estimates import diagonal_covariances, sobol_normal
 from trustlab.methods.cascade._lambda import SearchResult
+from trustlab.methods.cascade._llm_pool import heuristic_solver
 from trustlab.methods.cascade._reference import reference_decisions
 
 
@@ -426,7 +426,7 @@ def test_policy_json_routes_new_queries_without_the_training_table():
 def test_cli_route_prints_the_curve_and_saves_the_policy(tmp_path):
     from typer.testing import CliRunner
 
-    from trustlab.cli import app
+    from trustlab.cli._app import app
 
     path = save_selection_table(classifier_pool("wine", random_state=0), tmp_path / "t.jsonl")
     runner = CliRunner()

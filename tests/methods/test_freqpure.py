@@ -109,7 +109,7 @@ def test_retrain_command_writes_weights_and_provenance(tmp_path):
 
     from typer.testing import CliRunner
 
-    from trustlab.cli import app
+    from trustlab.cli._app import app
 
     out, ck = tmp_path / "w.safetensors", tmp_path / "ck.pt"
     runner = CliRunner()

@@ -366,7 +366,7 @@ def test_cli_licensing_report(tmp_path):
     import pandas as pd
     from typer.testing import CliRunner
 
-    from trustlab.cli import app
+    from trustlab.cli._app import app
 
     X, y, owner, Xv, yv = _blobs(15)
     df = pd.DataFrame(X, columns=["f0", "f1", "f2"]).assign(y=y, c=[f"org{o}" for o in owner])

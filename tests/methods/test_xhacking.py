@@ -13,7 +13,6 @@ from trustlab.methods.xhacking import (
     SearchContext,
     SearchSpace,
     XHackingAudit,
-    build_pipeline,
     make_redundant_classification,
     redundancy,
     speedup_ci,
@@ -23,6 +22,7 @@ from trustlab.methods.xhacking import (
     xhack,
 )
 from trustlab.methods.xhacking._explain import normalise_shap
+from trustlab.methods.xhacking._space import build_pipeline
 
 
 @pytest.fixture(scope="module")

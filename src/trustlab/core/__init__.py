@@ -19,8 +19,8 @@ _LAZY = {
     "validate_params": "trustlab.core.constraints",
     **dict.fromkeys(ERROR_NAMES, "trustlab.core.exceptions"),
     "METHODS": "trustlab.core.registry",
-    "Registry": "trustlab.core.registry",
-    "ROLES": "trustlab.core.roles",
+
+
     "Aggregator": "trustlab.core.roles",
     "Attack": "trustlab.core.roles",
     "AttackResult": "trustlab.core.roles",

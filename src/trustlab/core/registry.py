@@ -15,7 +15,7 @@ from typing import Any
 
 from trustlab.core.exceptions import UnknownNameError, did_you_mean
 
-__all__ = ["Registry", "Entry", "METHODS", "load_dotted", "discover"]
+__all__ = [ "Entry", "METHODS", "load_dotted", "discover"]
 
 
 def load_dotted(path: str) -> Any:

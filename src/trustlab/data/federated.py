@@ -15,7 +15,7 @@ from trustlab.core.constraints import Interval
 from trustlab.core.exceptions import InputError
 from trustlab.core.validation import check_array
 
-__all__ = ["partition_iid", "partition_dirichlet", "partition_shards"]
+__all__ = ["partition_iid", "partition_dirichlet",]
 
 
 _LABELS = [ArrayLike(ndim=1, dtype="any")]

@@ -14,7 +14,7 @@ from trustlab.core.exceptions import AssetNotFoundError, InputError, UnknownName
 from trustlab.core.validation import non_numeric_columns
 from trustlab.data._base import Dataset
 
-__all__ = ["TABULAR_SETS", "load_tabular", "load_table"]
+__all__ = [ "load_tabular", "load_table"]
 
 #: name -> sklearn loader name
 TABULAR_SETS = {

@@ -15,7 +15,7 @@ from trustlab.core.constraints import InstanceOf
 from trustlab.core.exceptions import AssetNotFoundError, InputError, UnknownNameError, did_you_mean
 from trustlab.data._base import Dataset
 
-__all__ = ["list_text_sets", "load_text", "read_jsonl"]
+__all__ = [ "load_text", "read_jsonl"]
 
 
 def _files() -> Any:

@@ -13,7 +13,7 @@ from trustlab.core.exceptions import AssetNotFoundError, InputError, UnknownName
 from trustlab.core.optional import require
 from trustlab.data._base import Dataset
 
-__all__ = ["list_timeseries", "load_timeseries", "load_ts_file"]
+__all__ = [ "load_timeseries",]
 
 
 def _bundled_dir() -> Path:

@@ -5,14 +5,12 @@ from __future__ import annotations
 from trustlab.core.lazy import lazy_exports
 
 _LAZY = {
-    "MODES": "base",
+
     "Claim": "base",
     "CheckResult": "base",
     "ExperimentConfig": "base",
     "RunContext": "base",
-    "evaluate_claims": "base",
     "Experiment": "runner",
-    "apply_overrides": "runner",
     "experiment_ids": "runner",
     "get_experiment": "runner",
     "run_experiment": "runner",

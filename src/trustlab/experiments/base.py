@@ -28,7 +28,7 @@ from trustlab.core.constraints import InstanceOf
 from trustlab.core.exceptions import BudgetExceededError, ConfigError
 from trustlab.results.result import ClaimOutcome, Result
 
-__all__ = ["MODES", "ExperimentConfig", "RunContext", "Claim", "CheckResult", "evaluate_claims"]
+__all__ = [ "ExperimentConfig", "RunContext", "Claim", "CheckResult",]
 
 MODES = ("quick", "default", "paper")
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.experiments._licensing_data import _flip, make_demo
 from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
 from trustlab.methods.licensing import PAPER as PAPER
 from trustlab.results.result import Result
@@ -73,37 +74,6 @@ class Config(ExperimentConfig):
                               f"the exact game) and exceed len(flip_rates) + 1. Got {self.n_owners}.")
         if 1797 < self.n_owners * self.points_per_owner + self.n_val:
             raise ConfigError("licensing.Config asks for more digits than the 1,797 available.")
-
-
-def _flip(y: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    y = y.copy()
-    y[rows] = (y[rows] + rng.integers(1, 10, len(rows))) % 10  # a different digit, uniformly
-    return y
-
-
-def make_demo(cfg: Config, seed: int) -> dict[str, Any]:
-    """The spec 3.4 scenario: clean base data, the demo's flips, and the re-submission."""
-    from trustlab.data.images import load_digits_images
-
-    ds = load_digits_images(flatten=True)
-    rng = np.random.default_rng(seed)
-    idx = rng.permutation(len(ds.X))
-    n = cfg.n_owners * cfg.points_per_owner
-    X, y0 = ds.X[idx[:n]].astype(np.float64), ds.y[idx[:n]].copy()
-    X_val, y_val = ds.X[idx[n:n + cfg.n_val]].astype(np.float64), ds.y[idx[n:n + cfg.n_val]].copy()
-    owner = np.repeat(np.arange(cfg.n_owners), cfg.points_per_owner)
-    rates = np.zeros(cfg.n_owners)
-    rates[cfg.n_owners - len(cfg.flip_rates):] = cfg.flip_rates
-    y, flipped = y0.copy(), np.zeros(n, dtype=bool)
-    for o in range(cfg.n_owners):
-        rows = np.flatnonzero(owner == o)
-        f = rng.choice(rows, int(round(rates[o] * len(rows))), replace=False)
-        y = _flip(y, f, rng)
-        flipped[f] = True
-    src = owner == cfg.resubmitted
-    return {"X": X, "y": y, "y_clean": y0, "owner": owner, "X_val": X_val, "y_val": y_val, "rates": rates,
-            "flipped": flipped, "X_demo": np.vstack([X, X[src]]), "y_demo": np.concatenate([y, y[src]]),
-            "owner_demo": np.concatenate([owner, np.full(int(src.sum()), cfg.resubmitter)]), "rng": rng}
 
 
 def _share(rep: Any, owner: str) -> float:

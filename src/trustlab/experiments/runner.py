@@ -32,7 +32,7 @@ from trustlab.core.threads import preserve_torch_threads
 from trustlab.experiments.base import MODES, Claim, ExperimentConfig, RunContext, evaluate_claims
 from trustlab.results.result import Result
 
-__all__ = ["Experiment", "MODES", "experiment_ids", "get_experiment", "apply_overrides", "run_experiment", "exit_status"]
+__all__ = ["Experiment", "experiment_ids", "get_experiment", "run_experiment", "exit_status"]
 
 _NOT_EXPERIMENTS = {"base", "runner"}
 

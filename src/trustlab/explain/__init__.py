@@ -13,14 +13,12 @@ from trustlab.core.lazy import lazy_exports
 _LAZY = {
     "explain": "_controls", "attach_controls": "_controls", "explanation_from_values": "_controls",
     "Explanation": "_explanation", "Controls": "_explanation", "ProvenanceCard": "_explanation",
-    "CONTROL_NAMES": "_explanation",
-    "EXPLAINERS": "_backends", "ExplainerInput": "_backends",
+    "ExplainerInput": "_backends",
     "THRESHOLDS": "_sanity", "SanityVerdict": "_sanity", "CheckVerdict": "_sanity", "RankCorrelation": "_sanity",
     "Faithfulness": "_sanity",
-    "sample_size": "_power", "achieved_power": "_power", "PowerResult": "_power",
+    "sample_size": "_power", "achieved_power": "_power",
     "export_study": "_study", "open_key": "_study", "check_blinding": "_study", "condition_values": "_study",
-    "CONDITIONS": "_study", "StudyExport": "_study", "StudyKey": "_study", "KeyEntry": "_study",
-    "BlindingReport": "_study",
+    "StudyExport": "_study",
 }
 
 __all__ = sorted(_LAZY)

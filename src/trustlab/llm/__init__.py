@@ -18,57 +18,54 @@ from __future__ import annotations
 from trustlab.core.lazy import lazy_exports
 
 #: public name -> submodule that defines it
-_EXPORTS: dict[str, str] = {
+_LAZY: dict[str, str] = {
     # loading
-    "DEFAULT_MODEL": "_registry",
-    "LoadedModel": "loading",
-    "LoadInfo": "loading",
+
+
+
     "ModelEntry": "_registry",
     "available_models": "_registry",
-    "load_embedder": "loading",
+    "load_embedder": "_small",
     "load_model": "loading",
     "load_tokenizer": "loading",
     "register_model": "_registry",
-    "tiny_random_llama": "loading",
+    "tiny_random_llama": "_small",
     "cache_root": "_cache",
     "file_sha256": "_cache",
     "cached_arrays": "_arraycache",
     "model_fingerprint": "_arraycache",
     # sites
-    "ARCHITECTURES": "sites",
-    "ArchSpec": "sites",
-    "Dims": "sites",
-    "Site": "sites",
+
+
+
+
     "arch_spec": "sites",
     "dims": "sites",
     "resolve_site": "sites",
     "site_names": "sites",
     # hooks
-    "Edit": "hooks",
-    "Trace": "hooks",
+    "Edit": "_edits",
     "trace": "hooks",
     "run_with_cache": "_interventions",
     "patch_activations": "_interventions",
     "ablate_heads": "_interventions",
     "active_hooks": "hooks",
-    "HeadPatchResult": "_patching",
     "patch_all_heads": "_patching",
     # batching and positions
-    "Activations": "_batching",
     "collect": "_batching",
     "head_means": "_batching",
     "encode_texts": "_batching",
-    "pad_batch": "_batching",
-    "position_ids_from_mask": "_batching",
-    "last_positions": "_batching",
-    "valid_positions": "_batching",
+    "pad_batch": "_positions",
+    "position_ids_from_mask": "_positions",
+    "last_positions": "_positions",
+    "valid_positions": "_positions",
     # prefix replay
     "PrefixCache": "prefix",
     # scoring
-    "EncodedBatch": "scoring",
-    "SequenceScores": "scoring",
-    "OptionScores": "scoring",
-    "KLResult": "scoring",
+
+
+
+
     "encode_responses": "scoring",
     "gather_logprobs": "scoring",
     "head_logits": "scoring",
@@ -77,13 +74,12 @@ _EXPORTS: dict[str, str] = {
     "score_responses": "scoring",
     "score_options": "scoring",
     "sequential_kl": "scoring",
-    "generate": "scoring",
+    "generate": "_generate",
     # fine-tuning: data, adapters, replay forward, losses, reference cache, trainer, evaluation, resources
     "SequenceSet": "_tokenize_pairs",
     "PreferencePairs": "_tokenize_pairs",
     "tokenize_pairs": "_tokenize_pairs",
     "tokenize_preferences": "_tokenize_pairs",
-    "MODULE_GROUPS": "adapters",
     "add_lora": "adapters",
     "adapter_layers": "adapters",
     "is_adapted": "adapters",
@@ -91,15 +87,11 @@ _EXPORTS: dict[str, str] = {
     "merge_adapter": "adapters",
     "reference_policy": "adapters",
     "resolve_layers": "adapters",
-    "resolve_modules": "adapters",
     "save_adapter": "adapters",
     "save_merged": "adapters",
-    "trainable_parameters": "adapters",
     "weights_fingerprint": "adapters",
     "PolicyForward": "policy",
-    "SequenceLogprobs": "policy",
     "replay_depth": "policy",
-    "PREFERENCE_LOSSES": "losses",
     "dpo_loss": "losses",
     "ipo_loss": "losses",
     "length_normalized_dpo_loss": "losses",
@@ -116,18 +108,18 @@ _EXPORTS: dict[str, str] = {
     "SFTObjective": "objectives",
     "StepOutput": "objectives",
     "train": "trainer",
-    "PreferenceEval": "evaluate",
-    "GenerationEval": "evaluate",
+
+
     "preference_accuracy": "evaluate",
     "evaluate_generations": "evaluate",
-    "PeakRSS": "resources",
-    "StepTiming": "resources",
+
+
     "measure_peak_rss": "resources",
     "median_step_time": "resources",
     "time_steps": "resources",
     "peak_rss_mb": "resources",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_LAZY)
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -13,9 +13,17 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options, Satisfies
+from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
+from trustlab.llm._positions import (  # noqa: F401  (re-exported: callers import them from here)
+    _pad_id,
+    first_positions,
+    last_positions,
+    pad_batch,
+    position_ids_from_mask,
+    valid_positions,
+)
 from trustlab.llm.rules import (
     MASK,
     POSITIVE_INT,
@@ -23,26 +31,13 @@ from trustlab.llm.rules import (
     TEXTS_OR_IDS,
     LanguageModel,
     Tokenizer,
-    _is_ids_row,
     check_token_ids,
 )
 from trustlab.llm.sites import dims, model_device, resolve_sites, unwrap
 
-_ID_ROW = Satisfies(_is_ids_row, "a sequence of integer token ids", invalid=["abc", 1.5], valid=[1, 2])
-_MASK_ONLY = [m for m in MASK if m is not None]
-
 torch = require("torch", purpose="trustlab.llm")
 
-__all__ = [
-    "Activations",
-    "collect",
-    "encode_texts",
-    "head_means",
-    "last_positions",
-    "pad_batch",
-    "position_ids_from_mask",
-    "valid_positions",
-]
+__all__ = ["Activations", "collect", "encode_texts", "head_means"]
 
 
 def _tokenizer_of(model: Any, tokenizer: Any, owner: str) -> Any:
@@ -86,56 +81,70 @@ def encode_texts(
     if isinstance(texts, str):
         texts = [texts]
     if isinstance(texts, np.ndarray | torch.Tensor):
-        arr = torch.as_tensor(texts)
-        if arr.is_floating_point() or arr.dtype == torch.bool or arr.is_complex():
-            raise InputError(
-                f"The token ids passed to {owner} must be integers. Got dtype {arr.dtype} instead; "
-                "pass tokenizer ids (torch.long)."
-            )
-        if arr.ndim == 1:
-            arr = arr[None]
-        if arr.ndim != 2:
-            raise InputError(
-                f"The token ids passed to {owner} must be 1-d or 2-d. Got shape {tuple(arr.shape)}."
-            )
-        if attention_mask is not None:
-            mask = torch.as_tensor(attention_mask).bool()
-            if mask.shape != arr.shape:
-                raise InputError(
-                    f"The attention_mask passed to {owner} must have the ids' shape {tuple(arr.shape)}. "
-                    f"Got {tuple(mask.shape)} instead."
-                )
-            seqs = [row[m].tolist() for row, m in zip(arr, mask)]
-        else:
-            seqs = arr.tolist()
+        seqs = _ids_from_array(texts, attention_mask, owner)
     else:
-        try:
-            items = list(texts)
-        except TypeError as exc:
-            raise InputError(
-                f"{owner} needs a list of texts or token-id sequences. Got {type(texts).__name__} instead."
-            ) from exc
-        if items and all(isinstance(t, str) for t in items):
-            tok = _tokenizer_of(model, tokenizer, owner)
-            seqs = tok(items, add_special_tokens=add_special_tokens)["input_ids"]
-        else:
-            seqs = []
-            for i, s in enumerate(items):
-                if isinstance(s, str):
-                    raise InputError(f"{owner} got a mix of texts and token ids (item {i} is a str).")
-                a = np.asarray(s.cpu() if isinstance(s, torch.Tensor) else s)
-                if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
-                    raise InputError(
-                        f"Item {i} passed to {owner} must be a 1-d sequence of integer token ids. "
-                        f"Got dtype {a.dtype} and shape {a.shape} instead."
-                    )
-                seqs.append([int(x) for x in a])
+        seqs = _ids_from_items(texts, model, tokenizer, owner, add_special_tokens)
     if len(seqs) == 0:
         raise InputError(f"{owner} needs at least one text or token-id sequence. Got an empty list instead.")
     if model is not None:
         check_token_ids(model, seqs, owner=owner, name="texts" if owner == "encode_texts" else "inputs")
     if n_ctx is None and model is not None:
         n_ctx = dims(model).n_ctx
+    _check_lengths(seqs, n_ctx, owner)
+    return [list(s) for s in seqs]
+
+
+def _ids_from_array(texts: Any, attention_mask: Any, owner: str) -> list[list[int]]:
+    """Id rows from a 1-d/2-d integer tensor or array, padding stripped by ``attention_mask``."""
+    arr = torch.as_tensor(texts)
+    if arr.is_floating_point() or arr.dtype == torch.bool or arr.is_complex():
+        raise InputError(
+            f"The token ids passed to {owner} must be integers. Got dtype {arr.dtype} instead; "
+            "pass tokenizer ids (torch.long)."
+        )
+    if arr.ndim == 1:
+        arr = arr[None]
+    if arr.ndim != 2:
+        raise InputError(
+            f"The token ids passed to {owner} must be 1-d or 2-d. Got shape {tuple(arr.shape)}."
+        )
+    if attention_mask is None:
+        return arr.tolist()
+    mask = torch.as_tensor(attention_mask).bool()
+    if mask.shape != arr.shape:
+        raise InputError(
+            f"The attention_mask passed to {owner} must have the ids' shape {tuple(arr.shape)}. "
+            f"Got {tuple(mask.shape)} instead."
+        )
+    return [row[m].tolist() for row, m in zip(arr, mask)]
+
+
+def _ids_from_items(texts: Any, model: Any, tokenizer: Any, owner: str, add_special_tokens: bool) -> list:
+    """Id rows from a list of texts (tokenised) or of 1-d integer id sequences."""
+    try:
+        items = list(texts)
+    except TypeError as exc:
+        raise InputError(
+            f"{owner} needs a list of texts or token-id sequences. Got {type(texts).__name__} instead."
+        ) from exc
+    if items and all(isinstance(t, str) for t in items):
+        tok = _tokenizer_of(model, tokenizer, owner)
+        return tok(items, add_special_tokens=add_special_tokens)["input_ids"]
+    seqs = []
+    for i, s in enumerate(items):
+        if isinstance(s, str):
+            raise InputError(f"{owner} got a mix of texts and token ids (item {i} is a str).")
+        a = np.asarray(s.cpu() if isinstance(s, torch.Tensor) else s)
+        if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+            raise InputError(
+                f"Item {i} passed to {owner} must be a 1-d sequence of integer token ids. "
+                f"Got dtype {a.dtype} and shape {a.shape} instead."
+            )
+        seqs.append([int(x) for x in a])
+    return seqs
+
+
+def _check_lengths(seqs: Sequence[Sequence[int]], n_ctx: int | None, owner: str) -> None:
     for i, s in enumerate(seqs):
         if len(s) == 0:
             raise InputError(f"Item {i} passed to {owner} has no tokens. Remove empty texts.")
@@ -144,88 +153,6 @@ def encode_texts(
                 f"Item {i} passed to {owner} has {len(s)} tokens, more than the model's context of {n_ctx}. "
                 "Truncate or split it."
             )
-    return [list(s) for s in seqs]
-
-
-@validate_args(seqs=[SequenceOf(_ID_ROW)], pad_id=[Interval(int, 0, None)], side=[Options(("right", "left"))])
-def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int, side: str = "right") -> tuple[Any, Any]:
-    """Pad id lists into ``(input_ids [B, T], attention_mask [B, T])`` long tensors.
-
-    Example
-    -------
-    >>> ids, mask = pad_batch([[5, 6, 7], [8]], pad_id=0, side="left")
-    >>> ids.tolist(), mask.tolist()
-    ([[5, 6, 7], [0, 0, 8]], [[1, 1, 1], [0, 0, 1]])
-    """
-    if side not in ("left", "right"):
-        raise ConfigError(f"The padding side must be 'left' or 'right'. Got {side!r} instead.")
-    width = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), width), int(pad_id), dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        sl = slice(width - len(s), width) if side == "left" else slice(0, len(s))
-        ids[i, sl] = torch.as_tensor(list(s), dtype=torch.long)
-        mask[i, sl] = 1
-    return ids, mask
-
-
-@validate_args(attention_mask=_MASK_ONLY)
-def position_ids_from_mask(attention_mask: Any) -> Any:
-    """Position ids counting real tokens only (0 at each row's first real token; pads get 0).
-
-    With these, a left-padded row gets the same rotary positions as the unpadded sequence.
-
-    Example
-    -------
-    >>> import torch
-    >>> position_ids_from_mask(torch.tensor([[0, 1, 1], [1, 1, 1]])).tolist()
-    [[0, 0, 1], [0, 1, 2]]
-    """
-    mask = torch.as_tensor(attention_mask).long()
-    return (mask.cumsum(-1) - 1).clamp(min=0)
-
-
-@validate_args(attention_mask=_MASK_ONLY)
-def last_positions(attention_mask: Any) -> Any:
-    """Index of each row's last real token (works for left and right padding).
-
-    Example
-    -------
-    >>> import torch
-    >>> last_positions(torch.tensor([[1, 1, 0], [0, 1, 1]])).tolist()
-    [1, 2]
-    """
-    mask = torch.as_tensor(attention_mask).long()
-    ar = torch.arange(mask.shape[-1], device=mask.device)
-    return (mask * (ar + 1)).argmax(-1)
-
-
-def first_positions(attention_mask: Any) -> Any:
-    """Index of each row's first real token."""
-    mask = torch.as_tensor(attention_mask).long()
-    return mask.argmax(-1)
-
-
-@validate_args(attention_mask=_MASK_ONLY, skip_first=[Boolean()])
-def valid_positions(attention_mask: Any, skip_first: bool = True) -> Any:
-    """Bool mask of positions that statistics should use: real tokens, minus each row's first token.
-
-    Rows with a single real token keep it (there is nothing else to use).
-
-    Example
-    -------
-    >>> import torch
-    >>> valid_positions(torch.tensor([[0, 1, 1, 1], [1, 0, 0, 0]])).tolist()
-    [[False, False, True, True], [True, False, False, False]]
-    """
-    mask = torch.as_tensor(attention_mask).bool()
-    if not skip_first:
-        return mask.clone()
-    out = mask.clone()
-    rows = torch.arange(mask.shape[0], device=mask.device)
-    multi = mask.sum(-1) > 1
-    out[rows[multi], first_positions(mask)[multi]] = False
-    return out
 
 
 class Activations(dict):
@@ -322,30 +249,10 @@ def collect(
     """
     from tqdm.auto import tqdm
 
-    from trustlab.llm.hooks import trace
-
     inner = unwrap(model)
-    site_objs = resolve_sites(inner, sites)
-    if not site_objs:
-        raise InputError("collect needs at least one site. Got an empty list instead.")
-    if any(s.kind == "pattern" for s in site_objs):
-        raise ConfigError("collect does not pool attention patterns; capture 'pattern' sites with trace().")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size < 1:
-        raise ConfigError(
-            f"The 'batch_size' argument of collect must be an int >= 1. Got {batch_size!r} instead."
-        )
+    site_objs = _collect_sites(inner, sites, batch_size)
     seqs = encode_texts(inputs, model=inner, tokenizer=tokenizer, attention_mask=attention_mask)
-    how: Any = positions
-    user_rows = None
-    if isinstance(positions, str):
-        if positions not in ("last", "mean", "all"):
-            raise ConfigError(
-                "The 'positions' argument of collect must be 'last', 'mean', 'all' or a bool mask. "
-                f"Got {positions!r} instead."
-            )
-    else:
-        user_rows = _user_mask(positions, seqs)
-        how = "mask"
+    how, user_rows = _positions_rule(positions, seqs)
     names = [s.name for s in site_objs]
     pad_id = _pad_id(inner, tokenizer)
     order = np.argsort([-len(s) for s in seqs], kind="stable")
@@ -358,30 +265,10 @@ def collect(
             rows = order[start : start + batch_size]
             ids, mask = pad_batch([seqs[r] for r in rows], pad_id, padding_side)
             valid = valid_positions(mask, skip_first)
-            sel = None
-            if how == "all":
-                sel = valid
-            elif how == "mask":
-                sel = torch.zeros_like(mask, dtype=torch.bool)
-                first = first_positions(mask)
-                for j, r in enumerate(rows):
-                    pos = np.nonzero(user_rows[r])[0]
-                    sel[j, first[j] + torch.as_tensor(pos, dtype=torch.long)] = True
-            dev = model_device(inner)
-            kwargs: dict[str, Any] = {
-                "attention_mask": mask.to(dev),
-                "position_ids": position_ids_from_mask(mask).to(dev),
-                "use_cache": False,
-            }
-            if not need_logits:
-                kwargs["logits_to_keep"] = 1
-            with torch.no_grad(), trace(model, names, stop_after=stop_after) as tr:
-                tr.run(ids.to(dev), **kwargs)
+            sel = _selection(how, rows, mask, valid, user_rows)
+            tr = _run_batch(model, inner, names, ids, mask, need_logits, stop_after)
             for n in names:
-                act = tr[n]
-                if n == "logits" and act.shape[1] != ids.shape[1]:
-                    raise ConfigError("collect could not capture full-length logits.")
-                chunks[n].append(_select(act, how, mask, valid, sel).float().cpu().numpy())
+                chunks[n].append(_pooled(tr[n], n, ids, how, mask, valid, sel))
             if sel is not None:
                 b, p = torch.nonzero(sel, as_tuple=True)
                 first = first_positions(mask)
@@ -389,37 +276,88 @@ def collect(
             bar.update(len(rows))
     finally:
         bar.close()
+    return _assemble(how, names, chunks, idx_chunks, order)
+
+
+def _collect_sites(inner: Any, sites: Any, batch_size: Any) -> list:
+    """The canonical sites ``collect`` can pool, or a clear error."""
+    site_objs = resolve_sites(inner, sites)
+    if not site_objs:
+        raise InputError("collect needs at least one site. Got an empty list instead.")
+    if any(s.kind == "pattern" for s in site_objs):
+        raise ConfigError("collect does not pool attention patterns; capture 'pattern' sites with trace().")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size < 1:
+        raise ConfigError(
+            f"The 'batch_size' argument of collect must be an int >= 1. Got {batch_size!r} instead."
+        )
+    return site_objs
+
+
+def _positions_rule(positions: Any, seqs: list[list[int]]) -> tuple[str, Any]:
+    """``(how, user mask rows)``: how is "last", "mean", "all" or "mask" (then the rows are checked)."""
+    if isinstance(positions, str):
+        if positions not in ("last", "mean", "all"):
+            raise ConfigError(
+                "The 'positions' argument of collect must be 'last', 'mean', 'all' or a bool mask. "
+                f"Got {positions!r} instead."
+            )
+        return positions, None
+    return "mask", _user_mask(positions, seqs)
+
+
+def _selection(how: str, rows: Any, mask: Any, valid: Any, user_rows: Any) -> Any:
+    """Bool ``[B, T]`` of the token positions to stack (``"all"``/``"mask"``), else None."""
+    if how == "all":
+        return valid
+    if how != "mask":
+        return None
+    sel = torch.zeros_like(mask, dtype=torch.bool)
+    first = first_positions(mask)
+    for j, r in enumerate(rows):
+        pos = np.nonzero(user_rows[r])[0]
+        sel[j, first[j] + torch.as_tensor(pos, dtype=torch.long)] = True
+    return sel
+
+
+def _run_batch(model: Any, inner: Any, names: list[str], ids: Any, mask: Any, need_logits: bool,
+               stop_after: Any) -> Any:
+    """One traced forward pass over a padded batch; returns the trace."""
+    from trustlab.llm.hooks import trace
+
+    dev = model_device(inner)
+    kwargs: dict[str, Any] = {
+        "attention_mask": mask.to(dev),
+        "position_ids": position_ids_from_mask(mask).to(dev),
+        "use_cache": False,
+    }
+    if not need_logits:
+        kwargs["logits_to_keep"] = 1
+    with torch.no_grad(), trace(model, names, stop_after=stop_after) as tr:
+        tr.run(ids.to(dev), **kwargs)
+    return tr
+
+
+def _pooled(act: Any, name: str, ids: Any, how: str, mask: Any, valid: Any, sel: Any) -> np.ndarray:
+    if name == "logits" and act.shape[1] != ids.shape[1]:
+        raise ConfigError("collect could not capture full-length logits.")
+    return _select(act, how, mask, valid, sel).float().cpu().numpy()
+
+
+def _assemble(how: str, names: list[str], chunks: dict, idx_chunks: list, order: Any) -> Activations:
+    """Put the batches' rows back in input order (and, for stacked tokens, sort the index)."""
     out = Activations()
     if how in ("last", "mean"):
         inv = np.empty_like(order)
         inv[order] = np.arange(len(order))
         for n in names:
             out[n] = np.concatenate(chunks[n], axis=0)[inv]
-    else:
-        index = np.concatenate(idx_chunks, axis=0) if idx_chunks else np.zeros((0, 2), dtype=np.int64)
-        reorder = np.lexsort((index[:, 1], index[:, 0]))
-        for n in names:
-            out[n] = np.concatenate(chunks[n], axis=0)[reorder]
-        out.index = index[reorder].astype(np.int64)
+        return out
+    index = np.concatenate(idx_chunks, axis=0) if idx_chunks else np.zeros((0, 2), dtype=np.int64)
+    reorder = np.lexsort((index[:, 1], index[:, 0]))
+    for n in names:
+        out[n] = np.concatenate(chunks[n], axis=0)[reorder]
+    out.index = index[reorder].astype(np.int64)
     return out
-
-
-def _pad_id(model: Any, tokenizer: Any) -> int:
-    """Padding id: the tokenizer's pad token, else the model config's pad then EOS token, else the
-    tokenizer's EOS token, else 0. ``model=None`` (tokenising without a model) skips the config."""
-    tok = tokenizer if tokenizer is not None else getattr(model, "trustlab_tokenizer", None)
-    config = getattr(model, "config", None)
-    for cand in (
-        getattr(tok, "pad_token_id", None),
-        getattr(config, "pad_token_id", None),
-        getattr(config, "eos_token_id", None),
-        getattr(tok, "eos_token_id", None),
-    ):
-        if isinstance(cand, list | tuple) and cand:
-            cand = cand[0]
-        if isinstance(cand, int):
-            return cand
-    return 0
 
 
 @validate_args(model=[LanguageModel()], inputs=[TEXTS_OR_IDS], layers=[SequenceOf(Interval(int, 0, None)), None],

@@ -174,8 +174,44 @@ def patch_all_heads(
     (2, 9, 2)
     """
     inner = unwrap(model)
-    spec = arch_spec(inner)
     d = dims(inner)
+    layer_list, ids, targets = _check_patch_inputs(inner, d, corrupt, target_ids, layers, batch_size)
+    base = base_model(inner)
+    dev = model_device(inner)
+    ids, targets = ids.to(dev), targets.to(dev)
+    with torch.no_grad():
+        clean_heads = _clean_heads(inner, clean, layer_list)
+        kv = [(layer.keys, layer.values) for layer in _out_cache(base(input_ids=ids[None, :-1], use_cache=True)).layers]
+        pairs = [(layer, h) for layer in layer_list for h in range(d.n_heads)]
+        result = torch.empty(len(pairs), targets.numel())
+        expected = torch.zeros(len(pairs), dtype=torch.bool)
+        baseline = None
+        per_chunk = batch_size - 1
+        for c0 in range(0, len(pairs), per_chunk):
+            chunk = pairs[c0 : c0 + per_chunk]
+            logits, changed_rows = _patch_chunk(inner, base, kv, chunk, clean_heads, ids, targets)
+            baseline = logits[0] if baseline is None else baseline
+            result[c0 : c0 + len(chunk)] = logits[1:]
+            expected[c0 : c0 + len(chunk)] = changed_rows[1:]
+        if baseline is None:  # pragma: no cover - pairs is never empty
+            raise TrustlabError("patch_all_heads ran no chunk.")
+        # fp32 rounding differs between batch rows; count a change only above it
+        diff = (result - baseline).abs().amax(-1) > 1e-5 * (1.0 + float(baseline.abs().max()))
+        if check:
+            _self_check(inner, base, ids, targets, baseline, diff, expected)
+    shape = (len(layer_list), d.n_heads, targets.numel())
+    return HeadPatchResult(
+        result.reshape(shape).numpy(),
+        baseline.numpy(),
+        tuple(layer_list),
+        tuple(int(t) for t in targets.cpu()),
+        int(diff.sum()),
+    )
+
+
+def _check_patch_inputs(inner: Any, d: Any, corrupt: Any, target_ids: Any, layers: Any,
+                        batch_size: Any) -> tuple[list[int], Any, Any]:
+    """``(layers, corrupt ids, target ids)`` after the checks the argument rules cannot express."""
     layer_list = list(range(d.n_layers)) if layers is None else [check_layer(inner, x) for x in layers]
     if not layer_list:
         raise InputError("patch_all_heads needs at least one layer. Got an empty list instead.")
@@ -198,89 +234,65 @@ def patch_all_heads(
         raise InputError(
             f"The 'target_ids' of patch_all_heads must be ids in [0, {d.vocab - 1}]. Got {targets.tolist()}."
         )
+    return layer_list, ids, targets
+
+
+def _patch_chunk(inner: Any, base: Any, kv: list, chunk: list[tuple[int, int]], clean_heads: dict,
+                 ids: Any, targets: Any) -> tuple[Any, Any]:
+    """Run the last token for a baseline row plus one row per (layer, head) of ``chunk`` on the shared KV
+    cache; returns the rows' target logits and which rows' head input the patch changed."""
     from trustlab.llm.scoring import head_logits
 
     tf_cache = require("transformers", purpose="patch_all_heads").DynamicCache
-    base = base_model(inner)
-    key = _cache_kwarg(base)
-    T = ids.shape[0]
-    dev = model_device(inner)
-    ids, targets = ids.to(dev), targets.to(dev)
-    with torch.no_grad():
-        clean_heads = _clean_heads(inner, clean, layer_list)
-        out = base(input_ids=ids[None, :-1], use_cache=True)
-        cache = _out_cache(out)
-        kv = [(layer.keys, layer.values) for layer in cache.layers]
-        pairs = [(layer, h) for layer in layer_list for h in range(d.n_heads)]
-        result = torch.empty(len(pairs), targets.numel())
-        expected = torch.zeros(len(pairs), dtype=torch.bool)
-        baseline = None
-        per_chunk = batch_size - 1
-        for c0 in range(0, len(pairs), per_chunk):
-            chunk = pairs[c0 : c0 + per_chunk]
-            n = len(chunk) + 1
-            fresh = tf_cache(
-                ddp_cache_data=[(k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1)) for k, v in kv],
-                config=inner.config,
-            )
-            by_layer: dict[int, tuple[list[int], list[int]]] = {}
-            for r, (layer, h) in enumerate(chunk, start=1):
-                by_layer.setdefault(layer, ([], []))
-                by_layer[layer][0].append(r)
-                by_layer[layer][1].append(h)
-            fired = {layer: 0 for layer in by_layer}
-            changed_rows = torch.zeros(n, dtype=torch.bool)
-            handles = []
-            try:
-                for layer, (rows, heads) in by_layer.items():
-                    mod = get_module(inner, f"{spec.layers}.{layer}.{spec.o_proj}")
-                    hook = _patch_hook(
-                        layer, rows, heads, clean_heads[layer], d.n_heads, d.d_head, changed_rows, fired
-                    )
-                    handles.append(mod.register_forward_pre_hook(hook))
-                last = base(
-                    input_ids=ids[-1:].expand(n, 1),
-                    position_ids=torch.full((n, 1), T - 1, dtype=torch.long, device=dev),
-                    use_cache=True,
-                    **{key: fresh},
-                ).last_hidden_state[:, -1]
-            finally:
-                for h in handles:
-                    h.remove()
-            if any(v != 1 for v in fired.values()):
-                raise TrustlabError(
-                    f"patch_all_heads: the o_proj hooks fired {fired} times instead of once per layer; "
-                    "the architecture does not route head outputs through o_proj as expected."
-                )
-            logits = head_logits(inner, last, targets).float().cpu()
-            baseline = logits[0] if baseline is None else baseline
-            result[c0 : c0 + len(chunk)] = logits[1:]
-            expected[c0 : c0 + len(chunk)] = changed_rows[1:]
-        if baseline is None:  # pragma: no cover - pairs is never empty
-            raise TrustlabError("patch_all_heads ran no chunk.")
-        # fp32 rounding differs between batch rows; count a change only above it
-        diff = (result - baseline).abs().amax(-1) > 1e-5 * (1.0 + float(baseline.abs().max()))
-        n_changed = int(diff.sum())
-        if check:
-            ref = head_logits(
-                inner, base(input_ids=ids[None], use_cache=False).last_hidden_state[0, -1:], targets
-            )[0]
-            ref = ref.float().cpu()
-            if not torch.allclose(ref, baseline, atol=1e-4, rtol=1e-4):
-                raise TrustlabError(
-                    "patch_all_heads self-check failed: the shared-KV baseline differs from a plain forward "
-                    f"(max abs diff {float((ref - baseline).abs().max()):.3g})."
-                )
-            if bool(expected.any()) and not bool((diff & expected).any()):
-                raise TrustlabError(
-                    "patch_all_heads self-check failed: the clean head outputs differ from the corrupt ones but "
-                    "no patch changed the target logits (a silent no-op patch)."
-                )
-    shape = (len(layer_list), d.n_heads, targets.numel())
-    return HeadPatchResult(
-        result.reshape(shape).numpy(),
-        baseline.numpy(),
-        tuple(layer_list),
-        tuple(int(t) for t in targets.cpu()),
-        n_changed,
+    spec, d = arch_spec(inner), dims(inner)
+    n = len(chunk) + 1
+    fresh = tf_cache(
+        ddp_cache_data=[(k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1)) for k, v in kv],
+        config=inner.config,
     )
+    by_layer: dict[int, tuple[list[int], list[int]]] = {}
+    for r, (layer, h) in enumerate(chunk, start=1):
+        by_layer.setdefault(layer, ([], []))
+        by_layer[layer][0].append(r)
+        by_layer[layer][1].append(h)
+    fired = {layer: 0 for layer in by_layer}
+    changed_rows = torch.zeros(n, dtype=torch.bool)
+    handles = []
+    try:
+        for layer, (rows, heads) in by_layer.items():
+            mod = get_module(inner, f"{spec.layers}.{layer}.{spec.o_proj}")
+            hook = _patch_hook(layer, rows, heads, clean_heads[layer], d.n_heads, d.d_head, changed_rows, fired)
+            handles.append(mod.register_forward_pre_hook(hook))
+        last = base(
+            input_ids=ids[-1:].expand(n, 1),
+            position_ids=torch.full((n, 1), ids.shape[0] - 1, dtype=torch.long, device=ids.device),
+            use_cache=True,
+            **{_cache_kwarg(base): fresh},
+        ).last_hidden_state[:, -1]
+    finally:
+        for h in handles:
+            h.remove()
+    if any(v != 1 for v in fired.values()):
+        raise TrustlabError(
+            f"patch_all_heads: the o_proj hooks fired {fired} times instead of once per layer; "
+            "the architecture does not route head outputs through o_proj as expected."
+        )
+    return head_logits(inner, last, targets).float().cpu(), changed_rows
+
+
+def _self_check(inner: Any, base: Any, ids: Any, targets: Any, baseline: Any, diff: Any, expected: Any) -> None:
+    """The baseline row equals a plain forward, and some changed head changed the logits."""
+    from trustlab.llm.scoring import head_logits
+
+    ref = head_logits(inner, base(input_ids=ids[None], use_cache=False).last_hidden_state[0, -1:], targets)[0]
+    ref = ref.float().cpu()
+    if not torch.allclose(ref, baseline, atol=1e-4, rtol=1e-4):
+        raise TrustlabError(
+            "patch_all_heads self-check failed: the shared-KV baseline differs from a plain forward "
+            f"(max abs diff {float((ref - baseline).abs().max()):.3g})."
+        )
+    if bool(expected.any()) and not bool((diff & expected).any()):
+        raise TrustlabError(
+            "patch_all_heads self-check failed: the clean head outputs differ from the corrupt ones but "
+            "no patch changed the target logits (a silent no-op patch)."
+        )

@@ -99,7 +99,7 @@ class SequenceSet:
         return _pack(seqs, masks, np.asarray(plen), pad_id=pad_id)
 
     def padded(self, side: str = "right") -> EncodedBatch:
-        """The sequences as an :class:`~trustlab.llm.EncodedBatch`, padded on ``side``."""
+        """The sequences as an :class:`~trustlab.llm.scoring.EncodedBatch`, padded on ``side``."""
         if side == "right":
             return EncodedBatch(self.input_ids, self.attention_mask, self.response_mask)
         seqs, masks = self._rows_as_lists()

@@ -36,7 +36,6 @@ from trustlab.llm.sites import arch_spec, dims, get_module, unwrap
 torch = require("torch", purpose="trustlab.llm adapters")
 
 __all__ = [
-    "MODULE_GROUPS",
     "add_lora",
     "adapter_layers",
     "is_adapted",
@@ -44,10 +43,8 @@ __all__ = [
     "merge_adapter",
     "reference_policy",
     "resolve_layers",
-    "resolve_modules",
     "save_adapter",
     "save_merged",
-    "trainable_parameters",
     "weights_fingerprint",
 ]
 
@@ -85,7 +82,7 @@ def _model_rule() -> Any:
 
 
 def _plain_example() -> dict[str, Any]:
-    from trustlab.llm.loading import tiny_random_llama
+    from trustlab.llm._small import tiny_random_llama
 
     return {"model": tiny_random_llama()[0]}
 

@@ -27,7 +27,7 @@ from trustlab.llm.sites import unwrap
 
 torch = require("torch", purpose="trustlab.llm evaluation")
 
-__all__ = ["GenerationEval", "PreferenceEval", "evaluate_generations", "preference_accuracy"]
+__all__ = [ "evaluate_generations", "preference_accuracy"]
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,8 @@ class GenerationEval:
 
 
 def _pairs_example() -> dict[str, Any]:
+    from trustlab.llm._small import tiny_random_llama
     from trustlab.llm._tokenize_pairs import tokenize_preferences
-    from trustlab.llm.loading import tiny_random_llama
 
     model, tok = tiny_random_llama()
     pairs = tokenize_preferences(tok, ["2 + 2?"], ["4"], ["5"])
@@ -130,7 +130,7 @@ def preference_accuracy(policy: Any, pairs: PreferencePairs, *, reference: Any =
 
 
 def _gen_example() -> dict[str, Any]:
-    from trustlab.llm.loading import tiny_random_llama
+    from trustlab.llm._small import tiny_random_llama
 
     model, tok = tiny_random_llama()
     return {"model": model, "tokenizer": tok}
@@ -173,7 +173,7 @@ def evaluate_generations(model: Any, tokenizer: Any, prompts: Sequence[str],
     (1, 1)
     """
     from trustlab.core.seeding import check_random_state, spawn_seed
-    from trustlab.llm.scoring import generate
+    from trustlab.llm._generate import generate
 
     rng = check_random_state(random_state, owner="evaluate_generations")
     rounds, scores = [], []

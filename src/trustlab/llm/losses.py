@@ -27,7 +27,6 @@ torch = require("torch", purpose="trustlab.llm losses")
 F = torch.nn.functional
 
 __all__ = [
-    "PREFERENCE_LOSSES",
     "REFERENCE_FREE",
     "dpo_loss",
     "ipo_loss",

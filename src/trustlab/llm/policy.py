@@ -35,7 +35,7 @@ from trustlab.llm.sites import arch_spec, base_model, dims, get_module, model_de
 
 torch = require("torch", purpose="trustlab.llm PolicyForward")
 
-__all__ = ["PolicyForward", "SequenceLogprobs", "replay_depth"]
+__all__ = ["PolicyForward", "replay_depth"]
 
 _FORMAT = 1
 
@@ -472,8 +472,8 @@ def _write_states(path: Path, hidden: Any, key: str) -> None:
 
 
 def _example() -> dict[str, Any]:
+    from trustlab.llm._small import tiny_random_llama
     from trustlab.llm._tokenize_pairs import tokenize_pairs
-    from trustlab.llm.loading import tiny_random_llama
 
     model, tok = tiny_random_llama()
     return {"model": model, "sequences": tokenize_pairs(tok, ["Hi"], ["Hello"])}

@@ -27,7 +27,7 @@ from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import CallableRule, Interval
 from trustlab.core.exceptions import InputError
 
-__all__ = ["PeakRSS", "StepTiming", "measure_peak_rss", "median_step_time", "peak_rss_mb", "time_steps"]
+__all__ = [ "measure_peak_rss", "median_step_time", "peak_rss_mb", "time_steps"]
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,6 @@ from trustlab.llm.rules import TorchModule
 _MODULE = TorchModule()
 
 __all__ = [
-    "ArchSpec",
-    "ARCHITECTURES",
-    "Dims",
-    "Site",
     "arch_spec",
     "base_model",
     "dims",

@@ -143,29 +143,12 @@ def _item_stream(n: int, rng: np.random.Generator) -> Any:
     _example=lambda: _train_example(),
 )
 def train(
-    model: Any,
-    objective: Any,
-    *,
-    steps: int | None = None,
-    epochs: float = 1.0,
-    batch_size: int = 8,
-    lr: float = 1e-4,
-    weight_decay: float = 0.0,
-    betas: tuple[float, float] = (0.9, 0.999),
-    warmup_steps: int = 0,
-    schedule: str = "constant",
-    grad_accum: int = 1,
-    max_grad_norm: float | None = 1.0,
-    eval_every: int | None = None,
-    evaluate: Callable[[], dict[str, float]] | None = None,
-    eval_at_start: bool = False,
-    monitor: str | None = None,
-    mode: str = "max",
-    patience: int | None = None,
-    restore_best: bool = True,
-    progress: bool = False,
-    random_state: Any = 0,
-    device: str = "auto",
+    model: Any, objective: Any, *, steps: int | None = None, epochs: float = 1.0, batch_size: int = 8,
+    lr: float = 1e-4, weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999), warmup_steps: int = 0,
+    schedule: str = "constant", grad_accum: int = 1, max_grad_norm: float | None = 1.0,
+    eval_every: int | None = None, evaluate: Callable[[], dict[str, float]] | None = None,
+    eval_at_start: bool = False, monitor: str | None = None, mode: str = "max", patience: int | None = None,
+    restore_best: bool = True, progress: bool = False, random_state: Any = 0, device: str = "auto",
     threads: int | None = None,
 ) -> FitHistory:
     """Optimise the trainable parameters of ``model`` on ``objective``; returns a :class:`FitHistory`.
@@ -224,6 +207,25 @@ def train(
     >>> h.n_steps
     3
     """
+    params, eval_every = _check_setup(model, evaluate, monitor, eval_every, eval_at_start)
+    dev = _move_to(model, device)
+    rng = check_random_state(random_state, owner="train")
+    seed = int(random_state) if isinstance(random_state, int | np.integer) else spawn_seed(rng)
+    hist = _new_history(params, objective, steps, epochs, dict(
+        batch_size=batch_size, grad_accum=grad_accum, lr=lr, weight_decay=weight_decay, betas=tuple(betas),
+        warmup_steps=warmup_steps, schedule=schedule, max_grad_norm=max_grad_norm, seed=seed, device=dev,
+        threads=threads))
+    t_start = time.perf_counter()
+    with isolated_global_rng(seed), (limit_threads(threads) if threads is not None else preserve_torch_threads()):
+        hist.settings["thread_settings"] = thread_settings()
+        _loop(model, objective, params, hist, rng, eval_every, evaluate, eval_at_start,
+              _Stopper(monitor, mode, patience), restore_best, progress)
+    _record_resources(hist, dev, t_start)
+    return hist
+
+
+def _check_setup(model: Any, evaluate: Any, monitor: Any, eval_every: Any, eval_at_start: bool) -> tuple[list, Any]:
+    """The trainable parameters, and ``eval_every`` (evaluate after the last step when only a callable is given)."""
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ConfigError("train found no parameter that requires grad in the model (add adapters with add_lora).")
@@ -231,42 +233,46 @@ def train(
         raise ConfigError("train(monitor=...) needs an evaluate callable.")
     if evaluate is not None and eval_every is None and not eval_at_start:
         eval_every = 10**12  # only after the last step
+    return params, eval_every
+
+
+def _move_to(model: Any, device: str) -> str:
     dev = resolve_device(device)
     if str(model_device(model)) != str(torch.device(dev)):
         model.to(dev)
+    return dev
+
+
+def _new_history(params: list[Any], objective: Any, steps: int | None, epochs: float,
+                 opts: dict[str, Any]) -> FitHistory:
+    """An empty history whose settings record the step count and every option (the loop reads them)."""
     n = int(objective.n_items)
-    per_step = batch_size * grad_accum
+    per_step = opts["batch_size"] * opts["grad_accum"]
     total = int(steps) if steps is not None else max(1, math.ceil(epochs * n / per_step))
-    rng = check_random_state(random_state, owner="train")
-    seed = int(random_state) if isinstance(random_state, int | np.integer) else spawn_seed(rng)
-    hist = FitHistory(n_trainable=int(sum(p.numel() for p in params)), settings=dict(
-        steps=total, batch_size=batch_size, grad_accum=grad_accum, lr=lr, weight_decay=weight_decay,
-        betas=tuple(betas), warmup_steps=warmup_steps, schedule=schedule, max_grad_norm=max_grad_norm,
-        seed=seed, device=dev, threads=threads, n_items=n))
-    threads_ctx = limit_threads(threads) if threads is not None else preserve_torch_threads()
-    t_start = time.perf_counter()
-    with isolated_global_rng(seed), threads_ctx:
-        hist.settings["thread_settings"] = thread_settings()
-        _loop(model, objective, params, hist, total, per_step, batch_size, rng, lr, weight_decay, betas,
-              warmup_steps, schedule, max_grad_norm, eval_every, evaluate, eval_at_start,
-              _Stopper(monitor, mode, patience), restore_best, progress)
+    settings = {"steps": total, **opts, "n_items": n}
+    return FitHistory(n_trainable=int(sum(p.numel() for p in params)), settings=settings)
+
+
+def _record_resources(hist: FitHistory, dev: str, t_start: float) -> None:
     hist.wall_time_s = time.perf_counter() - t_start
     from trustlab.llm.resources import peak_rss_mb
 
     hist.peak_rss_mb = peak_rss_mb()[0]
     if dev.startswith("cuda"):
         hist.peak_device_mb = torch.cuda.max_memory_allocated() / 1024**2
-    return hist
 
 
-def _loop(model: Any, objective: Any, params: list[Any], hist: FitHistory, total: int, per_step: int,
-          batch_size: int, rng: np.random.Generator, lr: float, weight_decay: float, betas: Any, warmup: int,
-          schedule: str, max_grad_norm: float | None, eval_every: int | None, evaluate: Any, eval_at_start: bool,
-          stopper: _Stopper, restore_best: bool, progress: bool) -> None:
+def _loop(model: Any, objective: Any, params: list[Any], hist: FitHistory, rng: np.random.Generator,
+          eval_every: int | None, evaluate: Any, eval_at_start: bool, stopper: _Stopper, restore_best: bool,
+          progress: bool) -> None:
+    st = hist.settings
+    total, batch_size, max_grad_norm = st["steps"], st["batch_size"], st["max_grad_norm"]
+    per_step = batch_size * st["grad_accum"]
     from tqdm.auto import tqdm
 
-    opt = torch.optim.AdamW(params, lr=lr, betas=tuple(betas), weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, warmup, total, schedule))
+    opt = torch.optim.AdamW(params, lr=st["lr"], betas=tuple(st["betas"]), weight_decay=st["weight_decay"])
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: _lr_factor(s, st["warmup_steps"], total, st["schedule"]))
     stream = _item_stream(int(objective.n_items), rng)
     best_state: list[Any] | None = None
     was_training = unwrap(model).training
@@ -339,9 +345,9 @@ def _loop(model: Any, objective: Any, params: list[Any], hist: FitHistory, total
 
 
 def _train_example() -> dict[str, Any]:
+    from trustlab.llm._small import tiny_random_llama
     from trustlab.llm._tokenize_pairs import tokenize_pairs
     from trustlab.llm.adapters import add_lora
-    from trustlab.llm.loading import tiny_random_llama
 
     model, tok = tiny_random_llama()
     pm = add_lora(model, layers="all", r=2)

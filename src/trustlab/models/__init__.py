@@ -1,21 +1,16 @@
 """Small torch models (MLP, CNN) and the one deterministic minibatch train/evaluate loop trustlab uses.
 
-Importing this package imports torch; ``import trustlab`` does not import it.
+Names load on first use (then torch is imported); ``import trustlab`` does not import torch.
 """
 
-from trustlab.models.nets import MLP, SmallCNN, make_model
-from trustlab.models.training import (
-    TrainConfig,
-    TrainHistory,
-    TrainingDivergedError,
-    device_of,
-    evaluate,
-    fit_model,
-    make_optimizer,
-    predict_logits,
-    predict_proba,
-    train_epoch,
-)
+from __future__ import annotations
 
-__all__ = ["MLP", "SmallCNN", "make_model", "TrainConfig", "TrainHistory", "TrainingDivergedError", "fit_model",
-           "train_epoch", "make_optimizer", "device_of", "evaluate", "predict_proba", "predict_logits"]
+from trustlab.core.lazy import lazy_exports
+
+_LAZY = {
+    **dict.fromkeys(("MLP", "SmallCNN", "make_model"), "nets"),
+    **dict.fromkeys(("TrainConfig", "TrainHistory", "TrainingDivergedError", "fit_model", "train_epoch",
+                     "make_optimizer", "device_of", "evaluate", "predict_proba", "predict_logits"), "training"),
+}
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -7,13 +7,11 @@ from trustlab.core.lazy import lazy_exports
 _LAZY = {
     "Result": "result",
     "ClaimOutcome": "result",
-    "SCHEMA_VERSION": "result",
     "bar_plot": "plots",
     "line_plot": "plots",
     "claims_plot": "plots",
     "new_figure": "plots",
     "build_report": "report",
-    "latest_results": "report",
 }
 
 #: old import paths of file helpers that moved to trustlab.core.files (kept working, not re-exported)

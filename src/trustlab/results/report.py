@@ -17,7 +17,7 @@ from trustlab.results._table import claim_rows, fmt_number, status_counts
 from trustlab.results.plots import claims_plot
 from trustlab.results.result import Result
 
-__all__ = ["latest_results", "build_report"]
+__all__ = [ "build_report"]
 
 Plotter = Callable[[Result], Mapping[str, Any]]
 _PATH = [InstanceOf(str, os.PathLike)]

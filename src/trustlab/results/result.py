@@ -10,7 +10,7 @@ from typing import Any
 from trustlab.core.exceptions import InputError
 from trustlab.core.files import atomic_write, atomic_write_text, to_jsonable  # noqa: F401 - old import paths
 
-__all__ = ["SCHEMA_VERSION", "ClaimOutcome", "Result"]
+__all__ = [ "ClaimOutcome", "Result"]
 
 SCHEMA_VERSION = 1
 _REQUIRED = ("experiment", "mode", "config")

@@ -1,11 +1,10 @@
 """Test utilities: the common checks every method passes (DESIGN section 7)."""
 
-from trustlab.testing.checks import (
-    ALL_CHECKS,
-    assert_outputs_equal,
-    check_method,
-    instances,
-    parametrize_with_checks,
-)
+from __future__ import annotations
 
-__all__ = ["ALL_CHECKS", "check_method", "parametrize_with_checks", "instances", "assert_outputs_equal"]
+from trustlab.core.lazy import lazy_exports
+
+_LAZY = dict.fromkeys(("ALL_CHECKS", "check_method", "parametrize_with_checks", "instances", "assert_outputs_equal"),
+                      "checks")
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -23,13 +23,12 @@ _LAZY = {
     "AMUN": "_methods", "Retrain": "_methods", "FineTune": "_methods", "GradientAscent": "_methods",
     "RandomLabel": "_methods", "BoundaryShrink": "_methods", "SalUn": "_methods", "L1Sparse": "_methods",
     "Unlearner": "_methods",
-    "adversarial_set": "_adversarial", "AdversarialSet": "_adversarial", "choose_eps_init": "_adversarial",
-    "clear_adversarial_cache": "_adversarial",
+    "adversarial_set": "_adversarial", "choose_eps_init": "_adversarial",
     "UnlearningData": "_data", "SGDSpec": "_data", "sgd_train": "_data", "UnlearningDivergedError": "_data",
-    "ReferenceModels": "_evaluate", "fit_reference_models": "_evaluate", "taylor_soft_margin": "_evaluate",
+    "fit_reference_models": "_evaluate",
     "rmia_scores": "_evaluate", "mia_auc": "_evaluate", "threshold_scores": "_evaluate", "svc_mia": "_evaluate",
     "evaluate_unlearning": "_evaluate", "UnlearningMetrics": "_evaluate", "avg_gap": "_evaluate",
-    "METRIC_KEYS": "_evaluate", "SmallSampleWarning": "_evaluate",
+    "SmallSampleWarning": "_evaluate",
 }
 
 __all__ = sorted(_LAZY)

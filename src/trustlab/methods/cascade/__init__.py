@@ -20,52 +20,21 @@ from __future__ import annotations
 
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
-from trustlab.methods.cascade._paper import PAPER
 
-__all__ = ["PAPER", "SelectionTable", "load_selection_table", "load_routerbench", "save_selection_table",
-           "synthetic_table", "QualityEstimates", "expected_max", "sobol_normal", "SyntheticNoiseEstimator",
-           "ClassificationEstimator", "OpenFormEstimator", "NOISE_LEVELS", "OptimalRouter", "ThresholdCascade",
-           "OptimalCascade", "CascadeRouter", "BudgetWarning", "fit_policy", "ConstantSearch",
-           "RepetitiveConstantSearch", "TPESearch", "SearchResult", "Curve", "BootstrapResult", "hull_models",
-           "budget_grid", "auc", "linear_curve", "evaluate_policy", "bootstrap_auc", "cost_to_reach",
-           "routellm_metrics", "aiq", "classifier_pool", "llm_pool", "verifiable_items", "heuristic_solver",
-           "policy_to_json", "policy_from_json"]
-
-_WHERE = {
-    "SelectionTable": "trustlab.methods.cascade._table:SelectionTable",
-    "synthetic_table": "trustlab.methods.cascade._table:synthetic_table",
-    "load_selection_table": "trustlab.methods.cascade._io:load_selection_table",
-    "load_routerbench": "trustlab.methods.cascade._io:load_routerbench",
-    "save_selection_table": "trustlab.methods.cascade._io:save_selection_table",
-    "QualityEstimates": "trustlab.methods.cascade._estimates:QualityEstimates",
-    "expected_max": "trustlab.methods.cascade._estimates:expected_max",
-    "sobol_normal": "trustlab.methods.cascade._estimates:sobol_normal",
-    "SyntheticNoiseEstimator": "trustlab.methods.cascade._estimators:SyntheticNoiseEstimator",
-    "ClassificationEstimator": "trustlab.methods.cascade._estimators:ClassificationEstimator",
-    "OpenFormEstimator": "trustlab.methods.cascade._estimators:OpenFormEstimator",
-    "OptimalRouter": "trustlab.methods.cascade._policies:OptimalRouter",
-    "ThresholdCascade": "trustlab.methods.cascade._policies:ThresholdCascade",
-    "OptimalCascade": "trustlab.methods.cascade._policies:OptimalCascade",
-    "CascadeRouter": "trustlab.methods.cascade._policies:CascadeRouter",
-    "BudgetWarning": "trustlab.methods.cascade._policies:BudgetWarning",
-    "ConstantSearch": "trustlab.methods.cascade._lambda:ConstantSearch",
-    "RepetitiveConstantSearch": "trustlab.methods.cascade._lambda:RepetitiveConstantSearch",
-    "TPESearch": "trustlab.methods.cascade._lambda:TPESearch",
-    "SearchResult": "trustlab.methods.cascade._lambda:SearchResult",
-    "NOISE_LEVELS": "trustlab.methods.cascade._estimators:NOISE_LEVELS",
-    "fit_policy": "trustlab.methods.cascade._policies:fit_policy",
-    "classifier_pool": "trustlab.methods.cascade._pools:classifier_pool",
-    "llm_pool": "trustlab.methods.cascade._llm_pool:llm_pool",
-    "verifiable_items": "trustlab.methods.cascade._llm_pool:verifiable_items",
-    "heuristic_solver": "trustlab.methods.cascade._llm_pool:heuristic_solver",
-    "policy_to_json": "trustlab.methods.cascade._serialize:policy_to_json",
-    "policy_from_json": "trustlab.methods.cascade._serialize:policy_from_json",
-    **{name: f"trustlab.methods.cascade._evaluate:{name}" for name in (
-        "Curve", "BootstrapResult", "hull_models", "budget_grid", "auc", "linear_curve", "evaluate_policy",
-        "bootstrap_auc", "cost_to_reach", "routellm_metrics", "aiq")},
+_LAZY = {
+    "PAPER": "_paper",
+    **dict.fromkeys(("SelectionTable", "synthetic_table"), "_table"),
+    **dict.fromkeys(("load_selection_table", "load_routerbench", "save_selection_table"), "_io"),
+    **dict.fromkeys(("QualityEstimates", "expected_max", "sobol_normal"), "_estimates"),
+    **dict.fromkeys(("SyntheticNoiseEstimator", "ClassificationEstimator", "OpenFormEstimator"), "_estimators"),
+    **dict.fromkeys(("OptimalRouter", "ThresholdCascade", "OptimalCascade", "CascadeRouter", "BudgetWarning", "fit_policy"), "_policies"),
+    **dict.fromkeys(("ConstantSearch", "RepetitiveConstantSearch", "TPESearch"), "_lambda"),
+    "classifier_pool": "_pools",
+    **dict.fromkeys(("llm_pool", "verifiable_items"), "_llm_pool"),
+    **dict.fromkeys(("policy_to_json", "policy_from_json"), "_serialize"),
+    **dict.fromkeys(("hull_models", "budget_grid", "auc", "linear_curve", "evaluate_policy", "bootstrap_auc", "cost_to_reach", "routellm_metrics", "aiq"), "_evaluate"),
 }
-
-for _name in ("OptimalRouter", "ThresholdCascade", "OptimalCascade", "CascadeRouter"):
-    METHODS.register(_name, _WHERE[_name], paper="cascade", role="router")
-
-__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
+__all__ = sorted(_LAZY)
+METHODS.register_exports(__name__, _LAZY, ["OptimalRouter", "ThresholdCascade", "OptimalCascade", "CascadeRouter"],
+                         paper="cascade", role="router")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

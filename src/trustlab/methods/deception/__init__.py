@@ -14,7 +14,7 @@ from trustlab.core.registry import METHODS
 _LAZY = {
     "PAPER": "_paper",
     "DeceptionProbe": "_probe", "DialogueActivations": "_probe",
-    "Message": "_dialogue", "Dialogue": "_dialogue", "LABELS": "_dialogue", "TokenizedDialogues": "_dialogue",
+    "Message": "_dialogue", "Dialogue": "_dialogue",
     "tokenize_dialogues": "_dialogue",
     "load_dialogues": "_io", "split_dialogues": "_io",
     "ActivationExtractor": "_extract",

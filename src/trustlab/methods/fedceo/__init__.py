@@ -21,10 +21,9 @@ _LAZY = {
     "PAPER": "_paper",
     "tsvt": "_tsvt", "tsvt_reference": "_tsvt", "svt": "_tsvt", "fedceo_threshold": "_tsvt",
     "FedCEO": "_aggregators", "UDPFedAvg": "_aggregators", "smooth_clients": "_aggregators",
-    "SmoothingResult": "_aggregators", "LayerCollapsedWarning": "_aggregators",
+    "LayerCollapsedWarning": "_aggregators",
     "UDP": "_privacy", "DPSGD": "_privacy", "rdp_epsilon": "_privacy", "dp_epsilon": "_privacy",
-    "clip_update": "_privacy",
-    "run_federated": "_simulator", "client_schedule": "_simulator", "FLHistory": "_simulator",
+    "run_federated": "_simulator", "client_schedule": "_simulator",
     "BiasFreeMLP": "_simulator",
     "FedCEOStrategy": "_flower", "udp_mod": "_flower",
 }

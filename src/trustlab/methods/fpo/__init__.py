@@ -10,10 +10,10 @@ one call aligns a model on preference data). Importing this package imports no t
 
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
-from trustlab.methods.fpo._paper import PAPER as PAPER
 
 _LAZY = {
-    "FPOAligner": "_aligner", "FPOInfo": "_aligner",
+    "PAPER": "_paper",
+    "FPOAligner": "_aligner",
     "SparseAutoencoder": "_sae", "SAEReport": "_sae", "train_sae": "_sae", "sae_report": "_sae",
     "collect_activations": "_sae",
     "feature_distance": "_loss", "fpo_loss": "_loss", "tdpo_loss": "_loss",
@@ -24,6 +24,6 @@ _LAZY = {
 
 METHODS.register_exports(__name__, _LAZY, ["FPOAligner"], paper="fpo", role="model_edit")
 
-__all__ = sorted(["PAPER", *_LAZY])
+__all__ = sorted(_LAZY)
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

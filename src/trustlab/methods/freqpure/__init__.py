@@ -19,29 +19,26 @@ from __future__ import annotations
 
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
-from trustlab.methods.freqpure._paper import PAPER as PAPER
 
 _LAZY = {
-    "DiffPure": "_purify", "FreqPure": "_purify", "step_sequence": "_purify",
+    "PAPER": "_paper",
+    "DiffPure": "_purify", "FreqPure": "_purify",
     "TransferPGD": "_attacks", "PGDEOT": "_attacks", "BPDAEOT": "_attacks", "SurrogatePGDEOT": "_attacks",
-    "project": "_attacks",
-    "ATTACKS": "_evaluate", "AttackRow": "_evaluate", "DefenceReport": "_evaluate", "DefendedPrediction": "_evaluate",
+    "DefenceReport": "_evaluate",
     "defended_predict": "_evaluate", "evaluate_defence": "_evaluate",
-    "SpectralDamage": "_spectral", "spectral_damage": "_spectral", "amplitude_phase": "_spectral",
+    "spectral_damage": "_spectral", "amplitude_phase": "_spectral",
     "from_amplitude_phase": "_spectral", "freq_guide": "_spectral", "band_mask": "_spectral",
     "radius_map": "_spectral", "max_radius": "_spectral",
-    "EpsUNet": "_unet", "sinusoidal_embedding": "_unet",
-    "DiffusionModel": "_diffusion", "DDPMTraining": "_diffusion", "train_ddpm": "_diffusion",
+    "EpsUNet": "_unet",
+    "DiffusionModel": "_diffusion", "train_ddpm": "_diffusion",
     "save_ddpm": "_diffusion", "load_ddpm": "_diffusion", "ddpm_from_bytes": "_diffusion",
-    "linear_betas": "_diffusion",
     "load_shipped_ddpm": "_shipped", "shipped_provenance": "_shipped", "digits16_split": "_shipped",
-    "SHIPPED_WEIGHTS": "_shipped", "REBUILD_COMMAND": "_shipped",
 }
 
 METHODS.register_exports(__name__, _LAZY, ["DiffPure", "FreqPure"], paper="freqpure", role="purifier")
 METHODS.register_exports(__name__, _LAZY, ["TransferPGD", "PGDEOT", "BPDAEOT", "SurrogatePGDEOT"], paper="freqpure",
                          role="attack")
 
-__all__ = sorted(["PAPER", *_LAZY])
+__all__ = sorted(_LAZY)
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -20,7 +20,7 @@ _LAZY = {
     "random_repeat_tokens": "_induction",
     "FVScores": "_fv", "fv_scores": "_fv", "mean_head_activations": "_fv",
     "function_vector": "_steering", "steered_accuracy": "_steering",
-    "EVAL_TASKS": "_tasks", "FV_TASKS": "_tasks", "ICLTask": "_tasks", "Prompt": "_tasks",
+    "EVAL_TASKS": "_tasks", "FV_TASKS": "_tasks", "ICLTask": "_tasks",
     "available_tasks": "_tasks", "build_prompts": "_tasks", "check_disjoint": "_tasks",
     "format_prompt": "_tasks", "load_task": "_tasks", "make_task": "_tasks",
     "single_token_fraction": "_tasks", "target_token": "_tasks",

@@ -39,7 +39,7 @@ def _is_pairs(v: Any) -> bool:
 
 
 class _TraceHook:
-    """Adapts an entered :class:`trustlab.llm.Trace` to the ``.remove()`` protocol of EditHandle."""
+    """Adapts an entered :class:`trustlab.llm.hooks.Trace` to the ``.remove()`` protocol of EditHandle."""
 
     def __init__(self, tr: Any) -> None:
         self.tr = tr

@@ -222,18 +222,21 @@ def fv_scores(
         # separate streams: reusing precomputed means must not change the corrupted prompts
         rng_mean = np.random.default_rng([seed, t_idx, 0])
         rng_corrupt = np.random.default_rng([seed, t_idx, 1])
-        if task_means is not None and task.name in task_means:
-            mean = np.asarray(task_means[task.name], dtype=np.float32)
-        else:
-            mean = mean_head_activations(model, task, n_mean=n_mean, n_shots=n_shots, random_state=rng_mean,
-                                         tokenizer=tok)
-        means[task.name] = mean
+        means[task.name] = mean = _task_mean(model, tok, task, task_means, n_mean, n_shots, rng_mean)
         corrupt = build_prompts(task, n_trials, n_shots, random_state=rng_corrupt, shuffle_labels=True)
         per_task[task.name], probs[task.name], changed[task.name] = _task_cie(model, tok, task, corrupt, mean, method,
                                                                               batch_size)
     scores = np.mean(np.stack(list(per_task.values())), axis=0)
     mean_all = np.mean(np.stack(list(means.values())), axis=0)
     return FVScores(scores, per_task, means, mean_all, method, probs, changed)
+
+
+def _task_mean(model: Any, tok: Any, task: ICLTask, task_means: dict[str, np.ndarray] | None, n_mean: int,
+               n_shots: int, rng: np.random.Generator) -> np.ndarray:
+    """The task's mean head activations: the precomputed ones when given, else from ``n_mean`` clean prompts."""
+    if task_means is not None and task.name in task_means:
+        return np.asarray(task_means[task.name], dtype=np.float32)
+    return mean_head_activations(model, task, n_mean=n_mean, n_shots=n_shots, random_state=rng, tokenizer=tok)
 
 
 def _task_cie(model: Any, tok: Any, task: ICLTask, corrupt: list[Any], mean: np.ndarray, method: str,

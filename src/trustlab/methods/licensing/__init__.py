@@ -16,29 +16,17 @@ from __future__ import annotations
 
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
-from trustlab.methods.licensing._paper import PAPER
 
-__all__ = ["PAPER", "CompensationAudit", "compensation_report", "CompensationReport", "OwnerLine", "knn_shapley",
-           "knn_vote_disagrees", "Game", "KNNUtility", "LogisticAccuracy", "NaiveBayesLogLikelihood", "GameValues",
-           "exact_shapley", "msr_banzhaf", "tmc_shapley", "loo_values", "MAX_EXACT_PLAYERS", "DuplicateGroups",
-           "find_duplicates", "MINOR_UNITS", "minor_unit_of", "to_minor_units", "largest_remainder"]
-
-_P = "trustlab.methods.licensing."
-_WHERE = {
-    "CompensationAudit": _P + "_audit:CompensationAudit",
-    "compensation_report": _P + "_audit:compensation_report",
-    "CompensationReport": _P + "_report:CompensationReport",
-    "OwnerLine": _P + "_report:OwnerLine",
-    "knn_shapley": _P + "_knn:knn_shapley",
-    "knn_vote_disagrees": _P + "_knn:knn_vote_disagrees",
-    **{n: _P + "_utilities:" + n for n in ("Game", "KNNUtility", "LogisticAccuracy", "NaiveBayesLogLikelihood")},
-    **{n: _P + "_games:" + n for n in ("GameValues", "exact_shapley", "msr_banzhaf", "tmc_shapley", "loo_values",
-                                        "MAX_EXACT_PLAYERS")},
-    "DuplicateGroups": _P + "_dedup:DuplicateGroups",
-    "find_duplicates": _P + "_dedup:find_duplicates",
-    **{n: _P + "_payout:" + n for n in ("MINOR_UNITS", "minor_unit_of", "to_minor_units", "largest_remainder")},
+_LAZY = {
+    "PAPER": "_paper",
+    **dict.fromkeys(("CompensationAudit", "compensation_report"), "_audit"),
+    **dict.fromkeys(("CompensationReport", "OwnerLine"), "_report"),
+    **dict.fromkeys(("knn_shapley", "knn_vote_disagrees"), "_knn"),
+    **dict.fromkeys(("Game", "KNNUtility", "LogisticAccuracy", "NaiveBayesLogLikelihood"), "_utilities"),
+    **dict.fromkeys(("GameValues", "exact_shapley", "msr_banzhaf", "tmc_shapley", "loo_values"), "_games"),
+    **dict.fromkeys(("DuplicateGroups", "find_duplicates"), "_dedup"),
+    **dict.fromkeys(("MINOR_UNITS", "minor_unit_of", "to_minor_units", "largest_remainder"), "_payout"),
 }
-
-METHODS.register("CompensationAudit", _WHERE["CompensationAudit"], paper="licensing", role="auditor")
-
-__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
+__all__ = sorted(_LAZY)
+METHODS.register_exports(__name__, _LAZY, ["CompensationAudit"], paper="licensing", role="auditor")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -6,9 +6,9 @@ ICML 2025 (arXiv:2407.04173). Exports load lazily: importing this package import
 
 from trustlab.core.lazy import lazy_exports
 from trustlab.core.registry import METHODS
-from trustlab.methods.multiplicity._paper import PAPER
 
 _LAZY = {
+    "PAPER": "_paper",
     "TabularLLM": "_tabllm", "TabularLLMClassifier": "_tabllm",
     "serialize_rows": "_serialize", "verbalizer_ids": "_serialize", "balanced_shots": "_serialize",
     "local_stability": "_stability", "StabilityResult": "_stability", "bernstein_bound": "_stability",
@@ -22,6 +22,6 @@ _LAZY = {
 METHODS.register_exports(__name__, _LAZY, ["TabularLLMClassifier"], paper="multiplicity", role="predictor")
 METHODS.register_exports(__name__, _LAZY, ["MultiplicityAudit"], paper="multiplicity", role="auditor")
 
-__all__ = ["PAPER", *_LAZY]
+__all__ = sorted(_LAZY)
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

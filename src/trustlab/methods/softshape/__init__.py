@@ -13,8 +13,7 @@ _LAZY = {
     "PAPER": "_paper",
     "SoftShapeClassifier": "_classifier", "PAPER_SHAPE_SIZES": "_classifier", "InceptionTimeLite": "_inception",
     "plot_shape_scores": "_interpret", "mask_top_steps": "_interpret",
-    "Split": "_protocol", "p1_split": "_protocol", "p2_splits": "_protocol", "evaluate": "_protocol",
-    "FitScore": "_protocol",
+    "p1_split": "_protocol", "p2_splits": "_protocol", "evaluate": "_protocol",
 }
 
 __all__ = sorted(_LAZY)

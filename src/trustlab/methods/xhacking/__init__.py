@@ -11,11 +11,11 @@ from trustlab.core.registry import METHODS
 
 _LAZY = {
     "PAPER": "_paper",
-    "XHackingAudit": "_audit", "XHackingReport": "_report", "FeatureInterval": "_report",
+    "XHackingAudit": "_audit",
     "verify_report": "_verify", "SoundnessCheck": "_verify",
-    "xhack": "_search", "XHackResult": "_search", "achievable_drop": "_search", "Vulnerability": "_search",
+    "xhack": "_search", "achievable_drop": "_search", "Vulnerability": "_search",
     "SearchSpace": "_space", "default_space": "_space", "audit_space": "_space", "tiny_space": "_space",
-    "build_pipeline": "_space", "redundancy": "_data", "make_redundant_classification": "_data",
+    "redundancy": "_data", "make_redundant_classification": "_data",
     "SearchContext": "_problem", "EvalSettings": "_problem", "reference_config": "_problem",
     "tts_summary": "_problem", "speedup_ci": "_problem", "TrialsToSuccess": "_problem", "SpeedupCI": "_problem",
 }

