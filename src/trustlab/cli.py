@@ -605,3 +605,9 @@ def freqpure_train_ddpm(
                f"epochs) {summary['loss_last_20_epochs']:.4f}; {summary['wall_time_s']:.0f} s of training")
     if summary["finished"]:
         typer.echo(f"weights written to {summary['out']} (fingerprint {summary['fingerprint'][:16]}...)")
+
+
+# -- audit (issue 30): trustlab audit --data ... --target ... (the command lives in trustlab.audit._cli) -----
+from trustlab.audit._cli import audit_command  # noqa: E402
+
+app.command("audit")(audit_command)

@@ -8,7 +8,7 @@ contributor's contribution (it cites Shapley Royalty Share, arXiv:2404.13964). P
 * valuation: :func:`knn_shapley` (exact, O(N log N) per validation point), the owner-level games
   :func:`exact_shapley` (<= 12 players), :func:`msr_banzhaf`, :func:`tmc_shapley`, :func:`loo_values`
   over the utilities :class:`KNNUtility`, :class:`LogisticAccuracy`, :class:`NaiveBayesLogLikelihood`;
-* :func:`find_duplicates`, :func:`knn_vote_disagrees`; money: :func:`largest_remainder`,
+* :func:`find_duplicates`, :func:`knn_vote_disagrees`, :func:`flag_noisy_labels`; money: :func:`largest_remainder`,
   :func:`to_minor_units`, :func:`minor_unit_of`.
 """
 
@@ -19,7 +19,7 @@ from trustlab.core.registry import METHODS
 from trustlab.methods.licensing._paper import PAPER
 
 __all__ = ["PAPER", "CompensationAudit", "compensation_report", "CompensationReport", "OwnerLine", "knn_shapley",
-           "knn_vote_disagrees", "Game", "KNNUtility", "LogisticAccuracy", "NaiveBayesLogLikelihood", "GameValues",
+           "knn_vote_disagrees", "flag_noisy_labels", "Game", "KNNUtility", "LogisticAccuracy", "NaiveBayesLogLikelihood", "GameValues",
            "exact_shapley", "msr_banzhaf", "tmc_shapley", "loo_values", "MAX_EXACT_PLAYERS", "DuplicateGroups",
            "find_duplicates", "MINOR_UNITS", "minor_unit_of", "to_minor_units", "largest_remainder"]
 
@@ -31,6 +31,7 @@ _WHERE = {
     "OwnerLine": _P + "_report:OwnerLine",
     "knn_shapley": _P + "_knn:knn_shapley",
     "knn_vote_disagrees": _P + "_knn:knn_vote_disagrees",
+    "flag_noisy_labels": _P + "_knn:flag_noisy_labels",
     **{n: _P + "_utilities:" + n for n in ("Game", "KNNUtility", "LogisticAccuracy", "NaiveBayesLogLikelihood")},
     **{n: _P + "_games:" + n for n in ("GameValues", "exact_shapley", "msr_banzhaf", "tmc_shapley", "loo_values",
                                         "MAX_EXACT_PLAYERS")},
