@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import InstanceOf, Satisfies
 from trustlab.core.exceptions import InputError, UnsupportedModelError, did_you_mean
 
@@ -113,7 +113,7 @@ def _load_skops(path: Path, trusted: list[str]) -> LoadedModel:
     return LoadedModel(model, str(path), "skops", untrusted, [t for t in untrusted if t in trusted])
 
 
-@validate_args(path=_PATH, trusted=[SequenceOf(InstanceOf(str))], trust_pickle=["boolean"])
+@validate_args(path=_PATH, trusted=[InstanceOf(list, tuple)], trust_pickle=["boolean"])
 def load_model(path: str | Path, *, trusted: Any = (), trust_pickle: bool = False) -> LoadedModel:
     """Load a fitted model from a ``.skops`` file (types checked first) or, only with ``trust_pickle=True``,
     from a pickle/joblib file.
@@ -123,6 +123,8 @@ def load_model(path: str | Path, *, trusted: Any = (), trust_pickle: bool = Fals
     trusted set must be named in ``trusted`` (else ``UnsupportedModelError`` lists them).
     """
     p = Path(path)
+    if not all(isinstance(t, str) for t in trusted):
+        raise InputError(f"The 'trusted' argument of load_model must be a list of type names (str). Got {trusted!r}.")
     if not p.is_file():
         raise InputError(f"The 'path' argument of load_model must be an existing model file. Got {str(path)!r}.")
     suffix = p.suffix.lower()
@@ -147,6 +149,11 @@ def load_model(path: str | Path, *, trusted: Any = (), trust_pickle: bool = Fals
 def _literal(node: ast.AST, spec: str) -> Any:
     if isinstance(node, ast.Call):
         return _build(node, spec)
+    if isinstance(node, ast.List | ast.Tuple):
+        items = [_literal(e, spec) for e in node.elts]
+        return items if isinstance(node, ast.List) else tuple(items)
+    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
+        return {_literal(k, spec): _literal(v, spec) for k, v in zip(node.keys, node.values)}
     try:
         return ast.literal_eval(node)
     except ValueError:
