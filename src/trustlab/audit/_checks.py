@@ -76,9 +76,9 @@ def _data_quality(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
 
     from trustlab.methods.licensing import find_duplicates, flag_noisy_labels, knn_shapley
 
-    X = np.vstack([a.X_train, a.X_test])
-    y = np.r_[a.y_train, a.y_test]
     rows = np.r_[a.train_rows, a.test_rows]
+    order = np.argsort(rows, kind="stable")  # file order: a duplicate is the later row of its pair in the file
+    X, y, rows = np.vstack([a.X_train, a.X_test])[order], np.r_[a.y_train, a.y_test][order], rows[order]
     Z = StandardScaler().fit_transform(X)
     exact = find_duplicates(X, y, mode="exact")
     near = find_duplicates(Z, y, mode="near", tol=float(s["near_tol"]))
