@@ -302,3 +302,31 @@ def test_example_table_names():
     assert example_table("clean").name == "clean.csv"
     with pytest.raises(TrustlabError, match=re.escape("one of ['clean', 'planted']")):
         example_table("dirty")
+
+
+def _tiny_net():
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+
+
+def test_torch_classifier_from_factory_and_safetensors(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    from trustlab.audit import load_torch_classifier
+
+    torch.manual_seed(0)
+    path = tmp_path / "net.safetensors"
+    save_file(_tiny_net().state_dict(), str(path))
+    clf = load_torch_classifier(_tiny_net, path)
+    X, y = _xy("clean")
+    rep = audit(clf, X.iloc[:400], y.iloc[:400], X_test=X.iloc[400:], y_test=y.iloc[400:],
+                checks="leakage,membership,multiplicity")
+    assert rep.check("leakage").status in ("ok", "flag")
+    assert "cannot be refitted" in rep.check("membership").reason
+    assert "cannot be refitted" in rep.check("multiplicity").reason
+    with pytest.raises(InputError, match="must be 'package.module:function'"):
+        load_torch_classifier("no_colon", path)
+    with pytest.raises(InputError, match="do not fit the factory's module"):
+        load_torch_classifier(lambda: torch.nn.Linear(3, 2), path)
