@@ -71,7 +71,9 @@ def test_planted_table_flags_the_planted_problems_and_their_rows(planted):
 def test_clean_table_flags_nothing(clean):
     assert clean.flagged == []
     assert clean.check("data_quality").metrics["duplicate_rows"] == 0
-    assert clean.check("data_quality").metrics["suspect_labels"] == 0
+    assert clean.check("data_quality").metrics["near_duplicate_rows"] == 0
+    # the KNN rule flags at most a row or two of a clean table (1 of 600 here), far below the 2 % policy
+    assert clean.check("data_quality").metrics["suspect_labels"] <= 2
     assert clean.check("leakage").metrics["leaky_features"] == 0
 
 
