@@ -167,9 +167,9 @@ def test_provenance_outside_a_checkout_says_so(monkeypatch):
 
 def test_provenance_records_the_commit_the_run_started_from(monkeypatch, toy_experiment):
     # a commit made while a long run is going must not be recorded as the code that ran
-    from trustlab.experiments import runner as exp_runner
-
     import contextlib
+
+    from trustlab.experiments import runner as exp_runner
 
     ran = []
     real_state = exp_runner._restored_global_state

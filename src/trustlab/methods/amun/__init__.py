@@ -8,7 +8,7 @@ Unlearning" (arXiv:2503.00917). Light to import: torch loads only when a name be
   :class:`RandomLabel`, :class:`BoundaryShrink`, :class:`SalUn`, :class:`L1Sparse` -- ModelEdits:
   ``handle = M(...).apply(model, forget_idx, data)``; ``handle.restore()`` gives back the original weights.
 * :class:`UnlearningData` -- the pool, its train/test split and input box; :func:`sgd_train`.
-* Evaluation: :func:`fit_reference_models`, :func:`rmia_scores` (online RMIA), :func:`threshold_scores`,
+* Evaluation: :func:`fit_reference_models` (:func:`fit_reference_estimators` for scikit-learn classifiers), :func:`rmia_scores` (online RMIA), :func:`threshold_scores`,
   :func:`svc_mia`, :func:`mia_auc`, :func:`evaluate_unlearning` (UA/RA/TA/AUC as :class:`UnlearningMetrics`)
   and :func:`avg_gap`.
 """
@@ -25,7 +25,7 @@ _LAZY = {
     "Unlearner": "_methods",
     "adversarial_set": "_adversarial", "choose_eps_init": "_adversarial",
     "UnlearningData": "_data", "SGDSpec": "_data", "sgd_train": "_data", "UnlearningDivergedError": "_data",
-    "fit_reference_models": "_evaluate",
+    "fit_reference_models": "_evaluate", "fit_reference_estimators": "_evaluate",
     "rmia_scores": "_evaluate", "mia_auc": "_evaluate", "threshold_scores": "_evaluate", "svc_mia": "_evaluate",
     "evaluate_unlearning": "_evaluate", "UnlearningMetrics": "_evaluate", "avg_gap": "_evaluate",
     "SmallSampleWarning": "_evaluate",

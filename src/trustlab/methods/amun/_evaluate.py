@@ -21,7 +21,7 @@ import numpy as np
 from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError
-from trustlab.core.executor import Executor
+from trustlab.core.executor import Executor, map_items
 from trustlab.core.seeding import isolated_global_rng
 from trustlab.methods.amun._data import (
     MODEL_RULE,
@@ -35,7 +35,7 @@ from trustlab.methods.amun._data import (
 )
 from trustlab.models import MLP
 
-__all__ = ["ReferenceModels", "fit_reference_models", "taylor_soft_margin", "rmia_scores", "mia_auc",
+__all__ = ["ReferenceModels", "fit_reference_models", "fit_reference_estimators", "taylor_soft_margin", "rmia_scores", "mia_auc",
            "threshold_scores", "svc_mia", "evaluate_unlearning", "UnlearningMetrics", "avg_gap", "METRIC_KEYS",
            "SmallSampleWarning"]
 
@@ -165,20 +165,8 @@ def fit_reference_models(make_model: Callable[[], Any], X: Any, y: Any, n_models
     ``executor`` (:mod:`trustlab.core.executor`: a process pool or Ray) the models train as parallel tasks
     (same logits as the same executor's local run); ``progress`` then is ignored (the executor shows one bar).
     """
-    if n_models % 2:
-        raise InputError(f"The 'n_models' argument of fit_reference_models must be even (complementary halves). "
-                         f"Got {n_models} instead.")
-    X = np.asarray(X, np.float32)
-    y = np.asarray(y, np.int64)
-    if len(y) != len(X):
-        raise InputError(f"The 'y' argument of fit_reference_models must have {len(X)} labels. Got {len(y)}.")
-    n = len(X)
-    rng = np.random.default_rng(seed)
-    masks = []
-    for _ in range(n_models // 2):
-        m = np.zeros(n, bool)
-        m[rng.permutation(n)[: n // 2]] = True
-        masks += [m, ~m]
+    X, y = _reference_pool("fit_reference_models", X, y, n_models, np.float32)
+    masks = _half_masks(len(X), n_models, seed)
     t0 = time.perf_counter()
     task = functools.partial(_fit_reference, make_model, X, y, masks, spec, seed)
     if executor is None:
@@ -187,6 +175,74 @@ def fit_reference_models(make_model: Callable[[], Any], X: Any, y: Any, n_models
         logits = executor.map(task, range(n_models), seed=seed, desc="reference models",
                               show_progress=progress is not None)
     return ReferenceModels(np.stack(logits), np.stack(masks), time.perf_counter() - t0)
+
+
+def _reference_pool(fn: str, X: Any, y: Any, n_models: int, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The pool of a reference-model fit as arrays, after the checks both fitters share."""
+    if n_models % 2:
+        raise InputError(f"The 'n_models' argument of {fn} must be even (complementary halves). "
+                         f"Got {n_models} instead.")
+    X = np.asarray(X, dtype)
+    y = np.asarray(y, np.int64)
+    if len(y) != len(X):
+        raise InputError(f"The 'y' argument of {fn} must have {len(X)} labels. Got {len(y)}.")
+    return X, y
+
+
+def _half_masks(n: int, n_models: int, seed: int) -> list[np.ndarray]:
+    """``n_models`` membership masks over ``n`` pool points in complementary pairs (each point IN for half)."""
+    rng = np.random.default_rng(seed)
+    masks = []
+    for _ in range(n_models // 2):
+        m = np.zeros(n, bool)
+        m[rng.permutation(n)[: n // 2]] = True
+        masks += [m, ~m]
+    return masks
+
+
+_CLASSIFIER = Satisfies(lambda e: not isinstance(e, type) and hasattr(e, "fit") and hasattr(e, "predict_proba"),
+                        "a scikit-learn classifier (fit and predict_proba)", invalid=[None, "rf", 3])
+
+
+def _estimator_example() -> dict[str, Any]:
+    from sklearn.linear_model import LogisticRegression
+
+    return {"estimator": LogisticRegression(), "X": np.array([[0.0], [1.0], [2.0], [3.0]]),
+            "y": np.array([0, 1, 0, 1])}
+
+
+@validate_args(_estimator_example, estimator=[_CLASSIFIER],
+               X=[ArrayLike(ndim=2)], y=_LABELS, n_models=[Interval(int, 2, None)], seed=_SEED,
+               executor=[InstanceOf(Executor), None], show_progress=["boolean"])
+def fit_reference_estimators(estimator: Any, X: Any, y: Any, n_models: int, *, seed: int = 0,
+                             executor: Executor | None = None, show_progress: bool = False) -> ReferenceModels:
+    """:func:`fit_reference_models` for a scikit-learn classifier: ``n_models`` clones of ``estimator``, each fitted
+    on a random half of the pool (the same complementary pairs), their logits ``log(predict_proba)`` (clipped at
+    1e-6) on every pool point. Clones with a ``random_state`` get ``seed * 1000 + i``. Used by ``trustlab audit``
+    to measure the membership risk of a user's own (non-torch) model with RMIA.
+    """
+    X, y = _reference_pool("fit_reference_estimators", X, y, n_models, np.float64)
+    n_classes = int(y.max()) + 1
+    masks = _half_masks(len(X), n_models, seed)
+    t0 = time.perf_counter()
+    task = functools.partial(_fit_reference_estimator, estimator, X, y, masks, seed, n_classes)
+    logits = map_items(executor, task, list(range(n_models)), seed=seed, desc="reference models",
+                       show_progress=show_progress)
+    return ReferenceModels(np.stack(logits), np.stack(masks), time.perf_counter() - t0,
+                           info={"estimator": type(estimator).__name__})
+
+
+def _fit_reference_estimator(estimator: Any, X: np.ndarray, y: np.ndarray, masks: list[np.ndarray], seed: int,
+                             n_classes: int, i: int) -> np.ndarray:
+    from sklearn.base import clone
+
+    model = clone(estimator)
+    if "random_state" in model.get_params():
+        model.set_params(random_state=seed * 1000 + i)
+    model.fit(X[masks[i]], y[masks[i]])
+    proba = np.zeros((len(X), n_classes))
+    proba[:, np.asarray(model.classes_, int)] = model.predict_proba(X)  # a half may miss a rare class
+    return np.log(np.clip(proba, 1e-6, 1.0))
 
 
 def _fit_reference(make_model: Callable[[], Any], X: np.ndarray, y: np.ndarray, masks: list[np.ndarray],

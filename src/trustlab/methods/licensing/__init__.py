@@ -8,7 +8,7 @@ contributor's contribution (it cites Shapley Royalty Share, arXiv:2404.13964). P
 * valuation: :func:`knn_shapley` (exact, O(N log N) per validation point), the owner-level games
   :func:`exact_shapley` (<= 12 players), :func:`msr_banzhaf`, :func:`tmc_shapley`, :func:`loo_values`
   over the utilities :class:`KNNUtility`, :class:`LogisticAccuracy`, :class:`NaiveBayesLogLikelihood`;
-* :func:`find_duplicates`, :func:`knn_vote_disagrees`; money: :func:`largest_remainder`,
+* :func:`find_duplicates`, :func:`knn_vote_disagrees`, :func:`flag_noisy_labels`; money: :func:`largest_remainder`,
   :func:`to_minor_units`, :func:`minor_unit_of`.
 """
 
@@ -21,7 +21,7 @@ _LAZY = {
     "PAPER": "_paper",
     **dict.fromkeys(("CompensationAudit", "compensation_report"), "_audit"),
     **dict.fromkeys(("CompensationReport", "OwnerLine"), "_report"),
-    **dict.fromkeys(("knn_shapley", "knn_vote_disagrees"), "_knn"),
+    **dict.fromkeys(("knn_shapley", "knn_vote_disagrees", "flag_noisy_labels"), "_knn"),
     **dict.fromkeys(("Game", "KNNUtility", "LogisticAccuracy", "NaiveBayesLogLikelihood"), "_utilities"),
     **dict.fromkeys(("GameValues", "exact_shapley", "msr_banzhaf", "tmc_shapley", "loo_values"), "_games"),
     **dict.fromkeys(("DuplicateGroups", "find_duplicates"), "_dedup"),

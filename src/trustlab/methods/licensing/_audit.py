@@ -17,7 +17,7 @@ from trustlab.core.roles import Auditor
 from trustlab.core.validation import check_array
 from trustlab.methods.licensing._dedup import find_duplicates
 from trustlab.methods.licensing._games import exact_shapley, loo_values, msr_banzhaf, tmc_shapley
-from trustlab.methods.licensing._knn import check_knn_inputs, knn_shapley, knn_vote_disagrees
+from trustlab.methods.licensing._knn import check_knn_inputs, flag_noisy_labels, knn_shapley
 from trustlab.methods.licensing._paper import PAPER
 from trustlab.methods.licensing._payout import (
     _AMOUNT,
@@ -298,12 +298,8 @@ class CompensationAudit(Auditor):
 
     def _flag(self, d: dict[str, Any], kept: np.ndarray) -> np.ndarray:
         """Kept rows in the bottom quantile of point-level KNN-Shapley that disagree with the KNN vote."""
-        flags = np.zeros(len(kept), dtype=bool)
-        if self.noise_flag_quantile > 0 and len(kept) > self.k:
-            phi = knn_shapley(d["X"][kept], d["y"][kept], d["X_val"], d["y_val"], k=self.k)
-            low = phi <= np.quantile(phi, self.noise_flag_quantile)
-            flags = low & knn_vote_disagrees(d["X"][kept], d["y"][kept], k=self.k)
-        return flags
+        return flag_noisy_labels(d["X"][kept], d["y"][kept], d["X_val"], d["y_val"], k=self.k,
+                                 quantile=float(self.noise_flag_quantile))
 
     def _audit(self, X: Any, y: Any, owner: Any, X_val: Any, y_val: Any, pool: Any,
                owners: Any = None) -> CompensationReport:

@@ -18,7 +18,7 @@ from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import Interval
 from trustlab.core.exceptions import InputError
 
-__all__ = ["knn_shapley", "knn_vote_disagrees"]
+__all__ = ["knn_shapley", "knn_vote_disagrees", "flag_noisy_labels"]
 
 
 def neighbour_order(X: np.ndarray, X_val: np.ndarray, y: np.ndarray, batch_size: int = 256
@@ -160,3 +160,27 @@ def knn_vote_disagrees(X: Any, y: Any, k: int = 5) -> np.ndarray:
         np.add.at(counts, (np.repeat(np.arange(len(idx)), k), y_enc[nb].ravel()), 1)
         out[idx] = counts[np.arange(len(idx)), y_enc[idx]] < counts.max(axis=1)
     return out
+
+
+@validate_args(X=[ArrayLike(ndim=2)], y=[ArrayLike(ndim=1, dtype="any")], X_val=[ArrayLike(ndim=2)],
+               y_val=[ArrayLike(ndim=1, dtype="any")], k=[Interval(int, 1, None)], quantile=[Interval(float, 0, 1)],
+               _example=lambda: {"X": np.eye(4), "y": np.array([0, 1, 0, 1]), "X_val": np.eye(4)[:2],
+                                 "y_val": np.array([0, 1])})
+def flag_noisy_labels(X: Any, y: Any, X_val: Any, y_val: Any, k: int = 5, quantile: float = 0.05) -> np.ndarray:
+    """The noisy-label flags of :class:`CompensationAudit`: True for rows in the lowest ``quantile`` of the
+    point-level :func:`knn_shapley` values (against ``X_val, y_val``) *and* disagreeing with the leave-one-out
+    KNN vote (:func:`knn_vote_disagrees`). No row is flagged when ``quantile == 0`` or there are at most ``k``
+    rows.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0], [0.1], [0.2], [0.3], [5.0], [5.1], [5.2], [5.3]])
+    >>> y = np.array([0, 0, 1, 0, 1, 1, 1, 1])
+    >>> flag_noisy_labels(X, y, X, y, k=2, quantile=0.2).tolist()
+    [False, False, True, False, False, False, False, False]
+    """
+    flags = np.zeros(len(X), dtype=bool)
+    if quantile > 0 and len(X) > k:
+        phi = knn_shapley(X, y, X_val, y_val, k=k)
+        flags = (phi <= np.quantile(phi, quantile)) & knn_vote_disagrees(X, y, k=k)
+    return flags

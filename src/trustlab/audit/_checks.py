@@ -1,0 +1,370 @@
+"""The checks of ``trustlab audit``, each a thin composition of a method's public API.
+
+Every check takes the :class:`AuditInputs` and its settings and returns a :class:`CheckOutcome`; it decides
+for itself whether it applies (``skipped`` with the reason otherwise). Default thresholds are policy defaults
+of the audit (documented in docs/audit.md), not claims of the papers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from trustlab.audit._report import CheckOutcome, figure_png
+
+__all__ = ["AuditInputs", "CHECKS", "DEFAULTS", "run_check"]
+
+
+@dataclass
+class AuditInputs:
+    """What every check sees: the fitted model, an unfitted twin to refit (None when the model cannot be
+    refitted), numeric train/held-out rows with labels encoded ``0..C-1`` and the audit's seed."""
+
+    model: Any
+    estimator: Any
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    feature_names: list[str]
+    classes: list[Any]
+    seed: int
+    membership_known: bool
+    train_rows: np.ndarray
+    test_rows: np.ndarray
+    progress: bool = False
+    model_accuracy: float = field(default=float("nan"))
+    raw_model: Any = None
+
+    def proba(self, X: np.ndarray) -> np.ndarray:
+        """The model's probabilities with columns in the order of ``classes``."""
+        P = np.asarray(self.model.predict_proba(X), dtype=np.float64)
+        out = np.zeros((len(X), len(self.classes)))
+        order = [self.classes.index(c) for c in getattr(self.model, "classes_", self.classes)]
+        out[:, order] = P
+        return out
+
+
+#: default settings of every check (``audit(..., settings={"membership": {"n_reference": 8}})`` overrides)
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "data_quality": {"k": 5, "noise_quantile": 0.1, "near_tol": 1e-3, "max_suspect_share": 0.02},
+    "leakage": {"tolerance": 0.03, "min_lift": 0.1},
+    "membership": {"n_reference": 4, "max_auc": 0.6, "fpr": 0.01},
+    "multiplicity": {"n_models": 5, "bootstrap": True, "max_arbitrariness": 0.1, "k": 8},
+    "explanation_stability": {"max_rows": 600, "n_features": 2, "n_explore": 6, "budget": 3, "eps": 0.01,
+                              "top_k": 3, "n_explain": 30},
+    "explanation_controls": {"n_rows": 40, "n_background": 30},
+    "interpretability_gap": {"depth_budget": 4, "time_limit": 60.0, "max_gap": 0.05},
+}
+
+
+def _outcome(name: str, status: str, headline: str, **kw: Any) -> CheckOutcome:
+    return CheckOutcome(name=name, title=TITLES[name], status=status, headline=headline, **kw)
+
+
+def _skip(name: str, reason: str, settings: dict[str, Any]) -> CheckOutcome:
+    return _outcome(name, "skipped", "", reason=reason, settings=settings)
+
+
+# -- data quality: duplicates and likely mislabelled rows (licensing) -----------------------------------------
+def _data_quality(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
+    from sklearn.preprocessing import StandardScaler
+
+    from trustlab.methods.licensing import find_duplicates, flag_noisy_labels, knn_shapley
+
+    rows = np.r_[a.train_rows, a.test_rows]
+    order = np.argsort(rows, kind="stable")  # file order: a duplicate is the later row of its pair in the file
+    X, y, rows = np.vstack([a.X_train, a.X_test])[order], np.r_[a.y_train, a.y_test][order], rows[order]
+    Z = StandardScaler().fit_transform(X)
+    exact = find_duplicates(X, y, mode="exact")
+    near = find_duplicates(Z, y, mode="near", tol=float(s["near_tol"]))
+    near_only = near.is_duplicate & ~exact.is_duplicate
+    # every row is valued: each half against the other (KNN-Shapley needs held-out validation rows)
+    half = np.random.default_rng(a.seed).permutation(len(y)) % 2 == 0
+    suspect = np.zeros(len(y), bool)
+    phi = np.zeros(len(y))
+    for part in (half, ~half):
+        if part.sum() <= s["k"] or (~part).sum() == 0:
+            continue
+        suspect[part] = flag_noisy_labels(Z[part], y[part], Z[~part], y[~part], k=int(s["k"]),
+                                          quantile=float(s["noise_quantile"]))
+        phi[part] = knn_shapley(Z[part], y[part], Z[~part], y[~part], k=int(s["k"]))
+    share = float(suspect.mean())
+    n_dup = int(exact.n_duplicates) + int(near_only.sum())
+    flagged = n_dup > 0 or share > s["max_suspect_share"]
+    found = []
+    if n_dup:
+        found.append(f"{exact.n_duplicates} exact and {int(near_only.sum())} near duplicate row(s)")
+    if share > s["max_suspect_share"]:
+        found.append(f"{int(suspect.sum())} likely mislabelled row(s) ({share:.1%} > {s['max_suspect_share']:.0%})")
+    headline = ("; ".join(found) if found else
+                f"no duplicates; {int(suspect.sum())} row(s) ({share:.1%}) in the low-value, KNN-disagreeing tail, "
+                f"within {s['max_suspect_share']:.0%}")
+    fig = _bar_hist(phi, suspect, "KNN-Shapley value (each half valued on the other)", "rows")
+    return _outcome("data_quality", "flag" if flagged else "ok", headline,
+                    metrics={"duplicate_rows": int(exact.n_duplicates), "near_duplicate_rows": int(near_only.sum()),
+                             "suspect_labels": int(suspect.sum()), "suspect_label_share": share},
+                    rows={"exact_duplicates": sorted(rows[exact.is_duplicate].tolist()),
+                          "near_duplicates": sorted(rows[near_only].tolist()),
+                          "suspect_labels": sorted(rows[suspect].tolist())},
+                    details=[f"duplicate row numbers (0-based data rows): "
+                             f"{sorted(rows[exact.is_duplicate | near_only].tolist())[:30]}",
+                             f"likely mislabelled rows: {sorted(rows[suspect].tolist())[:30]}"],
+                    settings=s, plots={"values": figure_png(fig)})
+
+
+def _bar_hist(values: np.ndarray, mark: np.ndarray, xlabel: str, ylabel: str) -> Any:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 2.8), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    bins = np.histogram_bin_edges(values, bins=40)
+    ax.hist(values[~mark], bins=bins, color="#90a4ae", label="other rows")
+    ax.hist(values[mark], bins=bins, color="#c62828", label="flagged")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    return fig
+
+
+# -- target leakage: one feature, one split -------------------------------------------------------------------
+def _leakage(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
+    from matplotlib.figure import Figure
+    from sklearn.tree import DecisionTreeClassifier
+
+    accs = []
+    for j in range(a.X_train.shape[1]):
+        stump = DecisionTreeClassifier(max_depth=1, random_state=0).fit(a.X_train[:, [j]], a.y_train)
+        accs.append(float(stump.score(a.X_test[:, [j]], a.y_test)))
+    accs_a = np.array(accs)
+    majority = float(np.mean(a.y_test == np.bincount(a.y_train).argmax()))
+    leaky = np.flatnonzero((accs_a >= a.model_accuracy - s["tolerance"]) & (accs_a >= majority + s["min_lift"]))
+    best = int(np.argmax(accs_a))
+    names = [a.feature_names[j] for j in leaky]
+    headline = (f"feature(s) {names} alone reach {accs_a[leaky].max():.3f} with one split; the model reaches "
+                f"{a.model_accuracy:.3f}" if len(leaky) else
+                f"best single feature '{a.feature_names[best]}' reaches {accs_a[best]:.3f} with one split vs the "
+                f"model's {a.model_accuracy:.3f}")
+    fig = Figure(figsize=(6.4, 0.6 + 0.22 * len(accs)), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    ax.barh(a.feature_names, accs_a, color=["#c62828" if j in leaky else "#90a4ae" for j in range(len(accs))])
+    ax.axvline(a.model_accuracy, color="k", ls="--", label="model")
+    ax.axvline(majority, color="#888", ls=":", label="majority class")
+    ax.set_xlabel("held-out accuracy of a one-split tree on the feature")
+    ax.invert_yaxis()
+    ax.legend(fontsize=8)
+    return _outcome("leakage", "flag" if len(leaky) else "ok", headline,
+                    metrics={"leakage_best_accuracy": float(accs_a[best]), "model_accuracy": a.model_accuracy,
+                             "leakage_gap": float(a.model_accuracy - accs_a[best]), "leaky_features": len(leaky)},
+                    details=[f"leaky features: {names}"] if names else [], settings=s,
+                    plots={"one_split": figure_png(fig)})
+
+
+# -- membership risk: RMIA and threshold attacks (amun) -------------------------------------------------------
+def _membership(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
+    from matplotlib.figure import Figure
+    from sklearn.metrics import roc_curve
+
+    from trustlab.methods.amun import fit_reference_estimators, mia_auc, rmia_scores, threshold_scores
+
+    if not a.membership_known:
+        return _skip("membership", "needs held-out rows the model was not trained on: pass --test (the model was "
+                     "given already fitted, so trustlab cannot tell members from non-members)", s)
+    if a.estimator is None:
+        return _skip("membership", "RMIA needs reference models of the same kind; this model cannot be refitted", s)
+    X = np.vstack([a.X_train, a.X_test])
+    y = np.r_[a.y_train, a.y_test]
+    member = np.r_[np.ones(len(a.y_train), bool), np.zeros(len(a.y_test), bool)]
+    logits = np.log(np.clip(a.proba(X), 1e-6, 1.0))
+    refs = fit_reference_estimators(a.estimator, X, y, int(s["n_reference"]), seed=a.seed,
+                                    show_progress=a.progress)
+    attacks = {"rmia": rmia_scores(logits, refs, y, np.arange(len(y))), "threshold_loss": threshold_scores(logits, y, "loss")}
+    metrics: dict[str, float] = {}
+    fig = Figure(figsize=(4.8, 3.6), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    for name, score in attacks.items():
+        auc = mia_auc(score[member], score[~member], balanced=True, seed=a.seed) / 100.0
+        fpr, tpr, _ = roc_curve(member, score)
+        metrics[f"membership_auc_{name}"] = auc
+        metrics[f"membership_tpr_at_fpr_{name}"] = float(np.interp(s["fpr"], fpr, tpr))
+        ax.plot(fpr, tpr, label=f"{name} (AUC {auc:.3f})")
+    ax.plot([0, 1], [0, 1], color="#888", ls=":")
+    ax.set_xscale("symlog", linthresh=0.01)
+    ax.set_xlabel("false positive rate")
+    ax.set_ylabel("true positive rate")
+    ax.legend(fontsize=8)
+    worst = max(metrics["membership_auc_rmia"], metrics["membership_auc_threshold_loss"])
+    metrics = {"membership_auc": worst, **metrics}
+    flagged = worst > s["max_auc"]
+    headline = (f"membership AUC {worst:.3f} (RMIA {metrics['membership_auc_rmia']:.3f}, loss threshold "
+                f"{metrics['membership_auc_threshold_loss']:.3f}) {'>' if flagged else '<='} {s['max_auc']}; TPR at "
+                f"{s['fpr']:.0%} FPR {metrics['membership_tpr_at_fpr_rmia']:.3f} (RMIA)")
+    return _outcome("membership", "flag" if flagged else "ok", headline, metrics=metrics, settings=s,
+                    details=[f"{len(a.y_train)} members (training rows) vs {len(a.y_test)} non-members (held-out rows); "
+                             f"{refs.n_models} reference models on complementary halves of all rows"],
+                    plots={"roc": figure_png(fig)})
+
+
+# -- multiplicity over refits (multiplicity) -----------------------------------------------------------------
+def _refit_factory(estimator: Any) -> Callable[[int], Any]:
+    from sklearn.base import clone
+
+    def make(seed: int) -> Any:
+        est = clone(estimator)
+        keys = [k for k in est.get_params() if k == "random_state" or k.endswith("__random_state")]
+        return est.set_params(**dict.fromkeys(keys, seed)) if keys else est
+
+    return make
+
+
+def _multiplicity(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
+    from trustlab.methods.multiplicity import MultiplicityAudit
+
+    if a.estimator is None:
+        return _skip("multiplicity", "needs refits of the model; this model cannot be refitted", s)
+    aud = MultiplicityAudit(factory=_refit_factory(a.estimator), n_models=int(s["n_models"]),
+                            bootstrap=bool(s["bootstrap"]), k=int(s["k"]), mc_masks=0, relative=True,
+                            random_state=a.seed % 2**31)
+    rep = aud.audit(a.X_train, a.y_train, a.X_test, a.y_test)
+    arb = float(rep.summary["arbitrariness"])
+    flagged = arb > s["max_arbitrariness"]
+    flips = np.flatnonzero(rep.flips)
+    headline = (f"{arb:.1%} of held-out predictions change over {rep.n_models} refits "
+                f"({'seeds and bootstraps' if s['bootstrap'] else 'seeds'}); {len(rep.unstable)} point(s) not "
+                f"certified stable (S < {rep.threshold:.2f})")
+    return _outcome("multiplicity", "flag" if flagged else "ok", headline,
+                    metrics={"arbitrariness": arb, "mean_prediction_std": float(rep.summary["mean_std"]),
+                             "unstable_points": len(rep.unstable),
+                             "accuracy_spread": float(rep.summary["accuracy_spread"] or 0.0)},
+                    rows={"label_flips": sorted(a.test_rows[flips].tolist()),
+                          "unstable": sorted(a.test_rows[np.asarray(rep.unstable, int)].tolist())},
+                    details=[f"kept {len(rep.kept)} of {rep.n_models} refits in the Rashomon set; test accuracies "
+                             f"{[round(x, 3) for x in rep.test_accuracies]}"] + [f"warning: {w}" for w in rep.warnings],
+                    settings=s, plots={"consistency": figure_png(rep.plot())})
+
+
+# -- explanation stability (xhacking) -------------------------------------------------------------------------
+def _top_features(a: AuditInputs, n: int) -> list[int]:
+    imp = getattr(a.model, "feature_importances_", None)
+    if imp is None or len(imp) != a.X_train.shape[1]:
+        from sklearn.feature_selection import mutual_info_classif
+
+        imp = mutual_info_classif(a.X_train, a.y_train, random_state=a.seed % 2**31)
+    return [int(j) for j in np.argsort(-np.asarray(imp), kind="stable")[:n]]
+
+
+def _explanation_stability(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
+    import warnings
+
+    from trustlab.core.optional import is_available
+    from trustlab.methods.xhacking import XHackingAudit
+
+    if not (is_available("shap") and is_available("optuna")):
+        return _skip("explanation_stability", "needs shap and optuna (pip install 'trustlab[audit]')", s)
+    if a.X_train.shape[1] < 2:
+        return _skip("explanation_stability", "needs at least two features", s)
+    X = np.vstack([a.X_train, a.X_test])
+    y = np.r_[a.y_train, a.y_test]
+    rng = np.random.default_rng(a.seed)
+    rows = np.sort(rng.permutation(len(y))[: int(s["max_rows"])])
+    top = _top_features(a, int(s["n_features"]))
+    aud = XHackingAudit(features=top, n_explore=int(s["n_explore"]), budget=int(s["budget"]), eps=float(s["eps"]),
+                        top_k=int(s["top_k"]), n_explain=int(s["n_explain"]), n_background=int(s["n_explain"]),
+                        progress=a.progress, random_state=a.seed % 2**31)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rep = aud.audit(X[rows], y[rows], feature_names=a.feature_names)
+    flagged = [f.name for f in rep.flagged()]
+    headline = (f"explanation of {flagged} can be moved across the top-{rep.top_k} / negligible line by defensible "
+                f"pipelines" if flagged else
+                f"no feature's explanation crosses the top-{rep.top_k} or negligible line in {rep.n_defensible} "
+                "defensible pipelines")
+    details = [f"{f.name}: share {f.reference_share:.3f} in [{f.min_share:.3f}, {f.max_share:.3f}], rank "
+               f"{f.reference_rank} in [{f.min_rank}, {f.max_rank}]" for f in rep.features]
+    details += [f"{rep.n_defensible} of {rep.n_trials} pipelines defensible (held-out score >= {rep.score_floor:.3f}); "
+                f"directed searches for {[a.feature_names[j] for j in top]} on {len(rows)} rows"]
+    details += [f"warning: {w}" for w in rep.warnings][:3]
+    del caught
+    return _outcome("explanation_stability", "flag" if flagged else "ok", headline,
+                    metrics={"unstable_features": len(flagged), "defensible_pipelines": rep.n_defensible},
+                    details=details, settings=s, plots={"intervals": figure_png(rep.plot())})
+
+
+# -- explanation controls (trustlab.explain) ------------------------------------------------------------------
+def _explanation_controls(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
+    from trustlab.core.optional import is_available
+    from trustlab.explain import explain
+
+    if not is_available("shap"):
+        return _skip("explanation_controls", "needs shap (pip install 'trustlab[audit]')", s)
+    if a.X_train.shape[1] < 2:
+        return _skip("explanation_controls", "needs at least two features (rank correlations are undefined)", s)
+    rows = np.random.default_rng(a.seed).permutation(len(a.y_test))[: int(s["n_rows"])]
+    model = a.raw_model if a.raw_model is not None else a.model  # the user's own object: tree explainers see trees
+    exp = explain(model, a.X_test[rows], X_train=a.X_train, y_train=a.y_train, feature_names=a.feature_names,
+                  n_background=int(s["n_background"]), random_state=a.seed)
+    v = exp.verdict
+    status = {"PASS": "ok", "FAIL": "flag"}.get(exp.status, "info")
+    fails = [c.name for c in v.checks if c.status == "FAIL"]
+    headline = (f"SHAP explanation {exp.status}" + (f": {fails} failed" if fails else "") +
+                "; " + ", ".join(f"{c.name} {c.status}" + (f" ({c.observed:.3f})" if c.observed is not None else "")
+                                 for c in v.checks))
+    metrics = {f"controls_{c.name}": float(c.observed) for c in v.checks if c.observed is not None}
+    return _outcome("explanation_controls", status, headline, metrics={"controls_failed": len(fails), **metrics},
+                    details=[f"{c.name}: {c.status}, threshold {c.threshold}" + (f"; {c.detail}" if c.detail else "")
+                             for c in v.checks], settings=s, plots={"explanation": figure_png(exp.plot())})
+
+
+# -- interpretability gap (split) -----------------------------------------------------------------------------
+def _interpretability_gap(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
+    from matplotlib.figure import Figure
+
+    from trustlab.methods.split import SPLITClassifier
+
+    if len(a.classes) != 2:
+        return _skip("interpretability_gap", "SPLIT fits binary targets; this target has "
+                     f"{len(a.classes)} classes", s)
+    tree = SPLITClassifier(depth_budget=int(s["depth_budget"]), time_limit=float(s["time_limit"]),
+                           random_state=a.seed % 2**31).fit(a.X_train, a.y_train)
+    acc = float(np.mean(tree.predict(a.X_test) == a.y_test))
+    gap = a.model_accuracy - acc
+    small = gap <= s["max_gap"]
+    headline = (f"a depth-{s['depth_budget']} sparse tree (SPLIT) reaches {acc:.3f} vs the model's "
+                f"{a.model_accuracy:.3f} (gap {gap:+.3f}): " +
+                ("an interpretable model may be enough" if small else "the black box buys accuracy here"))
+    fig = Figure(figsize=(4.8, 2.4), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    ax.barh(["model", f"SPLIT depth {s['depth_budget']}"], [a.model_accuracy, acc], color=["#546e7a", "#1565c0"])
+    ax.set_xlim(min(acc, a.model_accuracy) - 0.1, 1.0)
+    ax.set_xlabel("held-out accuracy")
+    return _outcome("interpretability_gap", "info", headline,
+                    metrics={"sparse_tree_accuracy": acc, "interpretability_gap": float(gap)},
+                    details=[f"tree: {getattr(tree, 'n_leaves_', '?')} leaves"], settings=s,
+                    plots={"accuracy": figure_png(fig)})
+
+
+CHECKS: dict[str, Callable[[AuditInputs, dict[str, Any]], CheckOutcome]] = {
+    "data_quality": _data_quality, "leakage": _leakage, "membership": _membership, "multiplicity": _multiplicity,
+    "explanation_stability": _explanation_stability, "explanation_controls": _explanation_controls,
+    "interpretability_gap": _interpretability_gap,
+}
+TITLES = {"data_quality": "Data quality (duplicates, likely mislabelled rows)", "leakage": "Target leakage",
+          "membership": "Membership-inference risk", "multiplicity": "Prediction multiplicity",
+          "explanation_stability": "Explanation stability (X-hacking)",
+          "explanation_controls": "Explanation controls (placebo, randomisation)",
+          "interpretability_gap": "Interpretability gap (sparse tree)"}
+
+
+def run_check(name: str, inputs: AuditInputs, settings: dict[str, Any]) -> CheckOutcome:
+    """Run one check; an exception becomes an ``error`` outcome naming it (the other checks still run)."""
+    t0 = time.perf_counter()
+    try:
+        out = CHECKS[name](inputs, settings)
+    except Exception as exc:  # noqa: BLE001 - one failing check must not hide the others' findings
+        out = _outcome(name, "error", "", reason=f"{type(exc).__name__}: {exc}", settings=settings)
+    out.wall_time_s = time.perf_counter() - t0
+    return out

@@ -1,0 +1,334 @@
+"""trustlab audit (issue 30): the planted problems are found on the planted table and nothing on the clean one,
+bad inputs fail clearly, model files load safely, the CLI and its fail-on policy, the report files."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from trustlab.audit import (
+    AuditReport,
+    audit,
+    example_table,
+    load_model,
+    parse_estimator,
+    parse_fail_on,
+    read_table,
+)
+from trustlab.core.exceptions import InputError, TrustlabError, UnsupportedModelError
+
+#: the model the example tables are audited with in the tests and docs (a regularised forest)
+SPEC = "sklearn.ensemble.RandomForestClassifier(n_estimators=50, min_samples_leaf=10)"
+#: small budgets so the default test run stays fast (the full defaults run in the slow test)
+FAST = {"membership": {"n_reference": 2}, "multiplicity": {"n_models": 3}}
+FAST_CHECKS = "data_quality,leakage,membership,multiplicity,explanation_controls,interpretability_gap"
+
+
+def _xy(name: str) -> tuple[pd.DataFrame, pd.Series]:
+    df = read_table(f"example:{name}")
+    return df.drop(columns="y"), df["y"]
+
+
+def _provenance() -> dict:
+    return json.loads((example_table("planted").parent / "provenance.json").read_text())["planted.csv"]
+
+
+@pytest.fixture(scope="module")
+def planted() -> AuditReport:
+    X, y = _xy("planted")
+    return audit(SPEC, X, y, checks=FAST_CHECKS, settings=FAST, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def clean() -> AuditReport:
+    X, y = _xy("clean")
+    return audit(SPEC, X, y, checks=FAST_CHECKS, settings=FAST, random_state=0)
+
+
+def test_planted_table_flags_the_planted_problems_and_their_rows(planted):
+    prov = _provenance()
+    dq = planted.check("data_quality")
+    assert dq.status == "flag"
+    # each planted copy and its source form a pair; the audit names the later row of each pair in file order
+    pairs = {int(r): src for r, src in prov["duplicate_of"].items()}
+    for kind in ("exact", "near"):
+        expected = {max(r, pairs[r]) for r in prov[f"{kind}_duplicate_rows"]}
+        assert set(dq.rows[f"{kind}_duplicates"]) == expected, kind
+    flips = set(prov["flipped_rows"])
+    # the flagged rows are the flipped rows (and copies of flipped rows, which carry the same wrong label)
+    copies = {int(r) for r, src in prov["duplicate_of"].items() if src in flips}
+    found = set(dq.rows["suspect_labels"])
+    assert len(found & flips) >= 0.9 * len(flips)
+    assert found <= flips | copies
+    leak = planted.check("leakage")
+    assert leak.status == "flag" and leak.details == ["leaky features: ['leak']"]
+
+
+def test_clean_table_flags_nothing(clean):
+    assert clean.flagged == []
+    assert clean.check("data_quality").metrics["duplicate_rows"] == 0
+    assert clean.check("data_quality").metrics["near_duplicate_rows"] == 0
+    # the KNN rule flags at most a row or two of a clean table (1 of 600 here), far below the 2 % policy
+    assert clean.check("data_quality").metrics["suspect_labels"] <= 2
+    assert clean.check("leakage").metrics["leaky_features"] == 0
+
+
+def test_planted_flags_beyond_the_planted_checks_are_the_documented_ones(planted):
+    """Label noise is memorised (the RMIA AUC rises above 0.6): the one extra flag, documented in docs/audit.md."""
+    assert set(planted.flagged) == {"data_quality", "leakage", "membership"}
+    assert planted.check("explanation_controls").status == "ok"
+    assert planted.check("multiplicity").status == "ok"
+    assert planted.check("interpretability_gap").status == "info"
+
+
+def test_report_files_are_written_with_every_plot(planted, tmp_path):
+    paths = planted.write(tmp_path / "out")
+    html = paths["html"].read_text()
+    n_plots = sum(len(c.plots) for c in planted.checks)
+    assert n_plots >= 5 and html.count('<img class="plot"') == n_plots
+    assert 'id="summary"' in html and html.count("<tr class=\"status-") == len(planted.checks)
+    md = paths["markdown"].read_text()
+    assert "| check | verdict | finding |" in md and len(list((tmp_path / "out" / "plots").glob("*.png"))) == n_plots
+    data = json.loads(paths["json"].read_text())
+    assert data["flagged"] == planted.flagged and data["provenance"]["versions"]["scikit-learn"]
+    assert not list((tmp_path / "out").glob(".*.tmp"))
+
+
+def test_fail_on_policy():
+    assert parse_fail_on("membership_auc>0.6, duplicate_rows>=1") == [("membership_auc", ">", 0.6),
+                                                                     ("duplicate_rows", ">=", 1.0)]
+    assert parse_fail_on("any") == [("flagged", ">", 0.0)]
+    with pytest.raises(InputError, match="must be rules like"):
+        parse_fail_on("membership_auc is big")
+    X, y = _xy("planted")
+    rep = audit(SPEC, X, y, checks="data_quality,leakage", fail_on="duplicate_rows>0,leakage_gap>0.5")
+    assert rep.policy_failures == ["duplicate_rows=18 > 0"] and not rep.passed
+    with pytest.raises(InputError, match="Did you mean one of 'duplicate_rows'"):
+        audit(SPEC, X, y, checks="leakage", fail_on="duplicate_row>0")
+    # a rule on a skipped (not run) check does not fail the policy
+    assert audit(SPEC, X, y, checks="leakage", fail_on="membership_auc>0.5").passed
+
+
+def test_cli_runs_and_exits_by_policy(tmp_path):
+    from typer.testing import CliRunner
+
+    from trustlab.cli._app import app
+
+    runner = CliRunner()
+    args = ["audit", "--data", "example:clean", "--target", "y", "--estimator", SPEC, "--checks",
+            "data_quality,leakage", "--no-progress", "--fail-on", "any"]
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "clean")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "clean" / "report.html").is_file() and "fail-on policy passed" in res.output
+    args[2] = "example:planted"
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "planted")])
+    assert res.exit_code == 1, res.output
+    assert "fail-on policy failed" in res.output
+    res = runner.invoke(app, ["audit", "--data", "example:clean", "--target", "Y", "--estimator", SPEC])
+    assert res.exit_code == 2 and "Did you mean 'y'" in res.output
+
+
+def test_cli_refuses_pickles_without_trust_pickle(tmp_path):
+    import joblib
+    from sklearn.linear_model import LogisticRegression
+    from typer.testing import CliRunner
+
+    from trustlab.cli._app import app
+
+    X, y = _xy("clean")
+    path = tmp_path / "m.pkl"
+    joblib.dump(LogisticRegression().fit(X, y), path)
+    res = CliRunner().invoke(app, ["audit", "--data", "example:clean", "--target", "y", "--model", str(path),
+                                   "--checks", "leakage", "--no-progress", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    res = CliRunner().invoke(app, ["audit", "--data", "example:clean", "--target", "y", "--model", str(path),
+                                   "--trust-pickle", "--checks", "leakage,membership", "--no-progress", "--out",
+                                   str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    rep = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert rep["model"]["loaded_from"].endswith("(unpickled because --trust-pickle was given)")
+    # a fitted model without --test: nobody knows its training rows, so membership is skipped with the reason
+    assert "needs held-out rows" in next(c for c in rep["checks"] if c["name"] == "membership")["reason"]
+
+
+# -- bad inputs ---------------------------------------------------------------------------------------------
+def test_missing_target_says_did_you_mean():
+    from trustlab.audit._inputs import split_target
+
+    with pytest.raises(InputError, match=r"Got 'Y'.*Did you mean 'y'"):
+        split_target(read_table("example:clean"), "Y")
+
+
+def test_non_numeric_columns_are_refused_with_a_suggestion():
+    X, y = _xy("clean")
+    X = X.assign(city=["a", "b"] * (len(X) // 2))
+    with pytest.raises(InputError, match=r"'X' argument of audit has non-numeric column\(s\) 'city'.*OneHotEncoder"):
+        audit(SPEC, X, y, checks="leakage")
+
+
+def test_skops_untrusted_types_are_listed_and_refused(tmp_path):
+    import operator
+
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = _xy("clean")
+    safe = tmp_path / "lr.skops"
+    sio.dump(LogisticRegression().fit(X, y), safe)
+    assert load_model(safe).format == "skops"
+    risky = tmp_path / "ft.skops"
+    sio.dump(FunctionTransformer(operator.neg), risky)
+    with pytest.raises(UnsupportedModelError, match=r"not trusted by default: \['_operator.neg'\].*--trust-type _operator.neg"):
+        load_model(risky)
+    assert load_model(risky, trusted=["_operator.neg"]).trusted_types == ["_operator.neg"]
+
+
+def test_model_with_other_n_features_is_refused():
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _xy("clean")
+    model = LogisticRegression().fit(X.iloc[:, :3], y)
+    with pytest.raises(InputError, match=r"expects 3 features \(n_features_in_\) but the data has 6"):
+        audit(model, X, y, checks="leakage")
+
+
+def test_test_table_with_other_columns_is_refused():
+    X, y = _xy("clean")
+    with pytest.raises(InputError, match=r"'X_test' argument of audit must have the training table's columns.*"
+                                         r"Missing \['f5'\], extra \['g5'\]"):
+        audit(SPEC, X, y, X_test=X.rename(columns={"f5": "g5"}), y_test=y, checks="leakage")
+
+
+def test_empty_file_and_header_only_file_are_refused(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(InputError, match="an empty file"):
+        read_table(empty)
+    header = tmp_path / "header.csv"
+    header.write_text("a,b,y\n")
+    with pytest.raises(InputError, match="no rows"):
+        read_table(header)
+
+
+def test_one_class_target_is_refused():
+    X, y = _xy("clean")
+    with pytest.raises(InputError, match=r"at least two classes. Got only \[1\]"):
+        audit(SPEC, X, np.ones(len(y), int), checks="leakage")
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("os.system('rm -rf /')", "may only use classes from"),
+    ("__import__('os').system('ls')", "must call a class by its full path"),
+    ("sklearn.linear_model.LogisticRegression(C=__import__('os').getpid())", "must call a class by its full path"),
+    ("sklearn.linear_model.LogisticRegression(C=[x for x in 'ab'])", "may only pass literals"),
+    ("sklearn.linear_model.LogisticRegression(**{'C': 1})", "cannot use \\*\\*kwargs"),
+    ("sklearn.linear_model.LogisticRegression(C=1); 1", "not valid syntax"),
+    ("sklearn.utils._testing.assert_raises()", "may only use classes from|public class|cannot be imported"),
+    ("sklearn.linear_model.NoSuchModel()", "cannot be imported"),
+    ("sklearn.linear_model.LogisticRegression(bogus=1)", "fails"),
+])
+def test_estimator_spec_is_parsed_safely(spec, message):
+    with pytest.raises(InputError, match=message):
+        parse_estimator(spec)
+
+
+def test_estimator_spec_builds_nested_pipelines():
+    est = parse_estimator("sklearn.pipeline.Pipeline([('s', sklearn.preprocessing.StandardScaler()), "
+                          "('m', sklearn.linear_model.LogisticRegression(C=0.5))])")
+    assert type(est).__name__ == "Pipeline" and est.get_params()["m__C"] == 0.5
+    assert parse_estimator("sklearn.tree.DecisionTreeClassifier").get_params()["max_depth"] is None
+
+
+def test_unknown_check_and_setting_say_did_you_mean():
+    X, y = _xy("clean")
+    with pytest.raises(InputError, match="Did you mean 'leakage'"):
+        audit(SPEC, X, y, checks="leakag")
+    with pytest.raises(InputError, match="Did you mean 'n_reference'"):
+        audit(SPEC, X, y, checks="leakage", settings={"membership": {"n_references": 2}})
+
+
+def test_audit_leaves_global_rng_alone():
+    from trustlab.core.seeding import global_rng_state, same_global_rng_state
+
+    X, y = _xy("clean")
+    before = global_rng_state()
+    audit(SPEC, X, y, checks="leakage,data_quality")
+    assert same_global_rng_state(before, global_rng_state())
+
+
+def test_a_failing_check_is_an_error_outcome_not_a_crash(monkeypatch):
+    from trustlab.audit import _checks
+
+    def boom(a, s):
+        raise RuntimeError("kaput")
+
+    monkeypatch.setitem(_checks.CHECKS, "leakage", boom)
+    X, y = _xy("clean")
+    rep = audit(SPEC, X, y, checks="leakage,data_quality")
+    assert rep.check("leakage").status == "error" and "kaput" in rep.check("leakage").reason
+    assert rep.check("data_quality").status == "ok"
+
+
+def test_fit_reference_estimators_complementary_halves():
+    from sklearn.linear_model import LogisticRegression
+
+    from trustlab.methods.amun import fit_reference_estimators
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    refs = fit_reference_estimators(LogisticRegression(), X, y, 4, seed=1)
+    assert refs.logits.shape == (4, 60, 2) and np.all(refs.in_mask.sum(0) == 2)
+    assert np.all(refs.in_mask[0] ^ refs.in_mask[1])
+    with pytest.raises(TrustlabError, match="must be even"):
+        fit_reference_estimators(LogisticRegression(), X, y, 3)
+
+
+@pytest.mark.slow
+def test_full_audit_with_default_settings_on_both_tables():
+    """Every check with its default budgets (explanation stability included; about 70 s per table)."""
+    for name, expected in (("clean", set()), ("planted", {"data_quality", "leakage", "membership",
+                                                           "explanation_stability"})):
+        X, y = _xy(name)
+        rep = audit(SPEC, X, y, random_state=0)
+        assert set(rep.flagged) == expected, (name, [(c.name, c.status, c.headline) for c in rep.checks])
+        assert not [c.name for c in rep.checks if c.status in ("error", "skipped")]
+
+
+def test_example_table_names():
+    assert example_table("clean").name == "clean.csv"
+    with pytest.raises(TrustlabError, match=re.escape("one of ['clean', 'planted']")):
+        example_table("dirty")
+
+
+def _tiny_net():
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+
+
+def test_torch_classifier_from_factory_and_safetensors(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    from trustlab.audit import load_torch_classifier
+
+    torch.manual_seed(0)
+    path = tmp_path / "net.safetensors"
+    save_file(_tiny_net().state_dict(), str(path))
+    clf = load_torch_classifier(_tiny_net, path)
+    X, y = _xy("clean")
+    rep = audit(clf, X.iloc[:400], y.iloc[:400], X_test=X.iloc[400:], y_test=y.iloc[400:],
+                checks="leakage,membership,multiplicity")
+    assert rep.check("leakage").status in ("ok", "flag")
+    assert "cannot be refitted" in rep.check("membership").reason
+    assert "cannot be refitted" in rep.check("multiplicity").reason
+    with pytest.raises(InputError, match="must be 'package.module:function'"):
+        load_torch_classifier("no_colon", path)
+    with pytest.raises(InputError, match="do not fit the factory's module"):
+        load_torch_classifier(lambda: torch.nn.Linear(3, 2), path)
