@@ -79,10 +79,12 @@ class _Forward:
     def _states(self) -> Any:
         import torch
 
-        with torch.no_grad():
-            out = self.model(input_ids=self.ids, attention_mask=self.mask, position_ids=self.pos,
-                             output_hidden_states=True)
-        return out.hidden_states[self.layer]
+        from trustlab.llm import trace
+
+        site = f"blocks.{self.layer}.resid_pre"
+        with torch.no_grad(), trace(self.model, [site], stop_after="auto") as tr:
+            tr.run(self.ids, attention_mask=self.mask, position_ids=self.pos, use_cache=False)
+        return tr[site]
 
     def _hook(self, module: Any, args: Any, out: Any) -> Any:
         if self.delta is None:
@@ -197,7 +199,7 @@ class _RankOneEditor(ModelEdit):
         fwd.delta = None
         if kl_fwd is not None:
             kl_fwd.delta = None
-        info.delta_norm = float(delta.norm())
+        info.delta_norm = float(delta.detach().norm())
         return (v_init + delta).detach()
 
     def _apply(self, model: Any, handle: EditHandle, request: EditRequest, stats: KeyStats | None = None) -> None:
