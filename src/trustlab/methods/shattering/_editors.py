@@ -42,7 +42,11 @@ class SingularCovarianceWarning(UserWarning):
 
 @dataclass
 class EditorInfo(EditInfo):
-    """``handle.info`` of a knowledge edit: site, optimisation trace and what the update did."""
+    """``handle.info`` of a knowledge edit: site, optimisation trace and what the update did.
+
+    ``k_star``/``v_star`` (numpy) are the key and target value, ``delta_w`` the weight update (d_model x d_mlp;
+    rank one for ROME), so an edit can be saved and re-applied as ``W += delta_w``.
+    """
 
     layer: int = -1
     loss_trace: list[float] = field(default_factory=list)
@@ -53,6 +57,9 @@ class EditorInfo(EditInfo):
     condition: float = float("nan")
     ridge: float = 0.0
     n_null: int = -1
+    k_star: Any = None
+    v_star: Any = None
+    delta_w: Any = None
 
 
 class _Forward:
@@ -223,6 +230,8 @@ class _RankOneEditor(ModelEdit):
                 with torch.no_grad():
                     W.add_(delta_w.to(W.dtype))
                 info.update_norm = float(delta_w.norm())
+                info.k_star, info.v_star = k_star.double().numpy(), v_star.double().numpy()
+                info.delta_w = delta_w.numpy()
             finally:
                 for p, g in zip(params, grads, strict=True):
                     p.requires_grad_(g)
