@@ -206,24 +206,22 @@ class CyclicKG:
         tok[:, 0] = cur
         t = np.ones(n, dtype=np.int64)
         rows = np.arange(n)
-        pending = np.zeros(n, dtype=bool)  # the last token was a relation whose answer is not yet emitted
+        after_rel = np.zeros(n, dtype=bool)  # the last token was a relation whose answer is not yet emitted
         n_e = int(self.n_entities)
-        for _ in range(2 * length):
+        while (t < length).any():
             active = t < length
-            if not active.any():
-                break
             r = self._random_allowed(cur, rng)
-            nxt = self.table[cur, r]
-            compose = (rng.random(n) < composition) & ~pending & (t + 2 < length)
-            emit_rel = active & ~pending
-            tok[rows[emit_rel], t[emit_rel]] = n_e + r[emit_rel]
-            t = t + emit_rel
-            cur = np.where(emit_rel, nxt, cur)
-            pending = np.where(emit_rel, compose, False) | (pending & ~active)
-            emit_ent = emit_rel & ~compose & (t < length)
-            tok[rows[emit_ent], t[emit_ent]] = cur[emit_ent]
-            mask[rows[emit_ent], t[emit_ent]] = True
-            t = t + emit_ent
+            a = rows[active]
+            tok[a, t[a]] = n_e + r[a]
+            cur = np.where(active, self.table[cur, r], cur)
+            t = t + active
+            compose = (rng.random(n) < composition) & ~after_rel & (t + 1 < length)
+            ent = active & ~compose & (t < length)
+            e = rows[ent]
+            tok[e, t[e]] = cur[e]
+            mask[e, t[e]] = True
+            t = t + ent
+            after_rel = active & compose
         return tok, mask
 
     @validate_args(entities=[ArrayLike(ndim=(0, 1), dtype="integer", low=0)], length=[Interval(int, 0, None)],
