@@ -175,7 +175,13 @@ def diagnose_edit(model: Any, editor: Any, inputs: Any, *edit_args: Any, site: s
     return EditDiagnosis(shattering(before, after), rb, ra, before, after, handle.info)
 
 
-@validate_args(diagnosis=[InstanceOf(EditDiagnosis)], labels=[InstanceOf(list), None], n_neighbors=[Interval(int, 1, None)])
+def _diag_example() -> dict[str, Any]:
+    x = np.random.default_rng(0).normal(size=(8, 3))
+    return {"diagnosis": EditDiagnosis(0.0, None, None, x, x, None)}
+
+
+@validate_args(diagnosis=[InstanceOf(EditDiagnosis)], labels=[InstanceOf(list), None],
+               n_neighbors=[Interval(int, 1, None)], _example=_diag_example)
 def ring_figure(diagnosis: EditDiagnosis, labels: list[str] | None = None, n_neighbors: int = 5,
                 order: Any = None) -> Any:
     """Before/after Isomap picture of one edit (a matplotlib Figure); ``order`` joins points along a cycle."""
