@@ -54,6 +54,7 @@ def main() -> None:
     ap.add_argument("--layer", type=int, default=8)
     args = ap.parse_args()
     import pydoc_data.topics as topics
+
     import torch
 
     from trustlab.llm import load_model
