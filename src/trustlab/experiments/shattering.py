@@ -209,6 +209,7 @@ def _edit_plan(cfg: Config, kg: Any, ok: np.ndarray, facts: np.ndarray, seed: in
 
 
 def _synthetic(cfg: Config, ctx: RunContext, res: Result) -> None:
+    from trustlab.core.exceptions import TrustlabError
     from trustlab.methods import shattering as sh
 
     seed = cfg.seeds[0]
@@ -229,9 +230,13 @@ def _synthetic(cfg: Config, ctx: RunContext, res: Result) -> None:
         req = sh.kg_request(kg, x, r, new, key=cfg.key, context_hops=cfg.context_hops, n_contexts=cfg.n_contexts,
                             random_state=seed)
         for name, editor in _editors(cfg).items():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                handle = editor.apply(model, req, stats=stats)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    handle = editor.apply(model, req, stats=stats)
+            except TrustlabError as exc:  # a refused edit (e.g. AlphaEdit's key in the preserved span) is recorded
+                res.summary.setdefault("refused", []).append({"method": name, "edit": ei, "error": str(exc)})
+                continue
             try:
                 row = _measure(ev, base, reps0, x, r, new, d, name, ei, handle.info)
                 if name == "ROME" and d == max(cfg.distances) and example is None:
