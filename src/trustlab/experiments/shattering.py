@@ -356,7 +356,7 @@ def _months(cfg: Config, ctx: RunContext, res: Result) -> None:
         if d == max(cfg.llm_distances) and "example" not in out:
             out["example"] = {"reps_after": s1["reps"][top].tolist(), "edit": [m, new, d]}
         out["edits"].append(row)
-        res.add(method="ROME", dataset="smollm2_months", seed=cfg.seeds[0], metric="R", value=row["R"][top], d=d,
+        res.add(method="ROME", dataset="smollm2_months", seed=cfg.seeds[0], metric="R", value=row["R"][str(top)], d=d,
                 edit=len(out["edits"]) - 1)
         ctx.check_budget(f"month edit {m}+{d}")
     out["reps_before"] = s0["reps"][top].tolist()
