@@ -37,7 +37,7 @@ from trustlab.results.result import Result
 TITLE = "Representation shattering under knowledge editing (synthetic cyclic KG + SmolLM2 months)"
 EXTRAS: tuple[str, ...] = ("llm",)
 #: claims that PASS in quick mode (measured by running quick mode; see docs/papers/shattering.md)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ()
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("C3", "C4a")
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
