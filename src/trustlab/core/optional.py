@@ -24,10 +24,12 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "symbolic": ["torch", "pytorch_tabnet", "gplearn", "sympy", "statsmodels"],
     "dist": ["ray", "cloudpickle"],
     "attacks": ["torch", "torchattacks"],
+    "track": ["mlflow"],
 }
 #: import name -> pip requirement, where it differs from the import name
 _DISTRIBUTIONS = {"torch": "torch==2.13.0", "sentence_transformers": "sentence-transformers",
-                  "flwr": "flwr[simulation]", "pytorch_tabnet": "pytorch-tabnet"}
+                  "flwr": "flwr[simulation]", "pytorch_tabnet": "pytorch-tabnet",
+                  "mlflow": "mlflow-skinny"}
 
 
 def extra_of(module: str) -> str | None:
