@@ -171,7 +171,8 @@ def _figures(r: Result, plotter: Callable[[Result], Mapping[str, Any]] | None) -
 
 
 _RESULTS = [SequenceOf(InstanceOf(Result), min_len=0)]
-_PATHS = [SequenceOf([InstanceOf(str, os.PathLike), None], min_len=0), None]
+_PATHS = [SequenceOf(Satisfies(lambda v: v is None or isinstance(v, str | os.PathLike), "a path or None", [3],
+                                valid="r.json"), min_len=0), None]
 _PLOTTERS = [Satisfies(lambda v: isinstance(v, Mapping), "a mapping", ["not-a-mapping", 3], valid={}), None]
 
 
