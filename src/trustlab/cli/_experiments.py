@@ -64,6 +64,8 @@ def _make_executor(kind: str, address: str | None, workers: int | None, threads:
 
     return make_executor(kind, address=address, workers=workers, threads_per_task=threads)
 _STRICT_HELP = "stop an experiment that runs past its mode's budget (by default a run goes on and is flagged)"
+_TRACK_HELP = "also log each run to a tracker: none or mlflow (extra 'track'; the JSON results stay the record)"
+_URI_HELP = "MLflow tracking URI for --track mlflow (default: a local file store, <out>/mlruns)"
 
 
 @app.command()
@@ -82,11 +84,15 @@ def run(
     address: Annotated[str | None, typer.Option(help=_ADDRESS_HELP)] = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     threads_per_task: Annotated[int | None, typer.Option("--threads-per-task", help=_THREADS_HELP)] = None,
+    track: Annotated[str, typer.Option(help=_TRACK_HELP)] = "none",
+    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=_URI_HELP)] = None,
 ) -> None:
     """Run one experiment and write its result JSON; prints its claims table (exit 1 if a claim FAILs)."""
+    from trustlab.experiments._tracking import make_tracker
     from trustlab.experiments.runner import run_experiment
 
     try:
+        tracker = make_tracker(track, tracking_uri)
         # plain `--executor local`: exactly the in-process run (methods' own loops); otherwise every mapped
         # unit is a task with `threads_per_task` threads (1 by default), the same on every executor
         plain = executor == "local" and threads_per_task is None and address is None and workers is None
@@ -103,6 +109,7 @@ def run(
             raise
         _fail(RuntimeError(f"{exp_id} raised {type(exc).__name__}: {exc} (run with --debug for the traceback)"))
     console.print(f"result written to {path}")
+    tracker([result], out, [path])
     _finish([result], debug)
 
 
@@ -132,6 +139,8 @@ def reproduce(
     address: Annotated[str | None, typer.Option(help=_ADDRESS_HELP)] = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     threads_per_task: Annotated[int | None, typer.Option("--threads-per-task", help=_THREADS_HELP)] = None,
+    track: Annotated[str, typer.Option(help=_TRACK_HELP)] = "none",
+    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=_URI_HELP)] = None,
 ) -> None:
     """Run experiments, each in its own process, and print one claims table.
 
@@ -139,8 +148,13 @@ def reproduce(
     either way. Exit code: 0 all primary claims PASS, 1 some FAIL, 2 some experiment raised.
     """
     from trustlab.experiments._isolated import error_result, run_isolated
+    from trustlab.experiments._tracking import make_tracker
     from trustlab.experiments.runner import _save, experiment_ids, run_experiment
 
+    try:
+        tracker = make_tracker(track, tracking_uri)
+    except TrustlabError as exc:
+        _fail(exc)
     known = experiment_ids()
     if not known:
         console.print("No experiments are registered yet: nothing to reproduce.")
@@ -161,6 +175,7 @@ def reproduce(
         results = _reproduce_on(ex, chosen, m, out, budget, strict_budget, progress)
         if report is not None:
             _write_report(out, report)
+        tracker(results, out)
         _finish(results, debug)
         return
     results = []
@@ -182,6 +197,7 @@ def reproduce(
                   highlight=False)
     if report is not None:
         _write_report(out, report)
+    tracker(results, out)
     _finish(results, debug)
 
 

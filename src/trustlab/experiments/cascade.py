@@ -117,8 +117,9 @@ def _policies(cfg: Config, *, seed: int, **extra: Any) -> dict[str, Any]:
 
 
 def _evaluate(policies: dict[str, Any], e_tune: Any, e_test: Any, cfg: Config, res: Result, tags: dict[str, Any],
-              *, record: bool = True) -> dict[str, Any]:
-    """Fit every policy on the tuning estimates, run it over the budget grid on the test estimates."""
+              *, record: bool = True, executor: Any = None) -> dict[str, Any]:
+    """Fit every policy on the tuning estimates, run it over the budget grid on the test estimates (the grid's
+    lambda searches as tasks on ``executor``, the run's, when one is given)."""
     from trustlab.methods.cascade import BudgetWarning, auc, budget_grid, evaluate_policy, linear_curve
 
     mq, mc = e_test.quality.mean(axis=0), e_test.true_cost.mean(axis=0)
@@ -131,7 +132,7 @@ def _evaluate(policies: dict[str, Any], e_tune: Any, e_test: Any, cfg: Config, r
         p.fit(e_tune.quality, e_tune.true_cost, estimates=e_tune)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BudgetWarning)
-            cv = evaluate_policy(p, e_test, budgets, name=name)
+            cv = evaluate_policy(p, e_test, budgets, name=name, executor=executor)
         out["curves"][name] = cv
         out["auc"][name] = 100 * auc(cv.cost, cv.quality, **ref)
         rel = (cv.cost - budgets) / budgets
@@ -196,7 +197,8 @@ def _b1(cfg: Config, ctx: RunContext, res: Result) -> None:
     for k, noise, seed in ctx.progress(jobs, desc="cascade B1", total=len(jobs)):
         e_tune, e_test = _b1_estimates(cfg, k, noise, seed, cfg.b1_test_size)
         pols = _policies(cfg, seed=seed, allow_in_sample=True)
-        out = _evaluate(pols, e_tune, e_test, cfg, res, {"bench": "B1", "models": k, "noise": noise, "seed": seed})
+        out = _evaluate(pols, e_tune, e_test, cfg, res, {"bench": "B1", "models": k, "noise": noise, "seed": seed},
+                        executor=ctx.executor)
         entry = b1.setdefault(f"{k}-{noise}", {"auc": {}, "ci": {}})
         for name, v in out["auc"].items():
             entry["auc"].setdefault(name, []).append(v)
@@ -214,7 +216,8 @@ def _b1(cfg: Config, ctx: RunContext, res: Result) -> None:
     for noise in cfg.b1_noise:
         for seed in ctx.progress(cfg.seeds, desc=f"cascade budgets {noise}"):
             e_tune, e_test = _b1_estimates(cfg, 5, noise, seed, cfg.budget_test_size)
-            out = _evaluate(_policies(cfg, seed=seed, allow_in_sample=True), e_tune, e_test, cfg, res, {}, record=False)
+            out = _evaluate(_policies(cfg, seed=seed, allow_in_sample=True), e_tune, e_test, cfg, res, {}, record=False,
+                            executor=ctx.executor)
             for name in POLICIES:
                 honour["50/50 split"].setdefault(name, []).extend(out["honoured"][name])
     res.summary["b1"] = {key: {"auc": {n: float(np.mean(v)) for n, v in e["auc"].items()},
@@ -223,14 +226,15 @@ def _b1(cfg: Config, ctx: RunContext, res: Result) -> None:
                               for split, d in honour.items()}
 
 
-def _pool_run(cfg: Config, table: Any, estimator: Any, seed: int, res: Result, bench: str) -> dict[str, float]:
+def _pool_run(cfg: Config, table: Any, estimator: Any, seed: int, res: Result, bench: str, executor: Any = None
+              ) -> dict[str, float]:
     """Split a pool table: half test; the other half fits the estimator (first half) and the lambdas."""
     train, test = table.split(0.5, random_state=seed)
     perm = np.random.default_rng(seed).permutation(train.n_queries)
     fit_rows, tune_rows = np.sort(perm[: train.n_queries // 2]), np.sort(perm[train.n_queries // 2:])
     estimator.fit(train.subset(fit_rows))
     e_tune, e_test = estimator.estimate(train.subset(tune_rows)), estimator.estimate(test)
-    out = _evaluate(_policies(cfg, seed=seed), e_tune, e_test, cfg, res, {"bench": bench, "seed": seed})
+    out = _evaluate(_policies(cfg, seed=seed), e_tune, e_test, cfg, res, {"bench": bench, "seed": seed}, executor=executor)
     return out["auc"]
 
 
@@ -240,7 +244,7 @@ def _b2(cfg: Config, ctx: RunContext, res: Result, cache: Any) -> None:
     aucs: dict[str, list[float]] = {}
     for seed in ctx.progress(cfg.seeds, desc="cascade B2"):
         table = classifier_pool(cfg.b2_dataset, random_state=seed, cache_dir=cache)
-        for n, v in _pool_run(cfg, table, ClassificationEstimator(), seed, res, "B2").items():
+        for n, v in _pool_run(cfg, table, ClassificationEstimator(), seed, res, "B2", ctx.executor).items():
             aucs.setdefault(n, []).append(v)
         res.summary.setdefault("b2_models", {})[str(seed)] = {"quality": table.mean_quality().tolist(),
                                                               "cost": table.mean_cost().tolist()}
@@ -258,7 +262,7 @@ def _b3(cfg: Config, ctx: RunContext, res: Result, cache: Any) -> None:
     table = llm_pool(cfg.b3_n, cache_dir=cache)
     aucs: dict[str, list[float]] = {}
     for seed in cfg.seeds:
-        for n, v in _pool_run(cfg, table, OpenFormEstimator(), seed, res, "B3").items():
+        for n, v in _pool_run(cfg, table, OpenFormEstimator(), seed, res, "B3", ctx.executor).items():
             aucs.setdefault(n, []).append(v)
     res.summary["b3"] = {"auc": {n: float(np.mean(v)) for n, v in aucs.items()}, "models": list(table.models),
                          "quality": table.mean_quality().tolist(), "cost": table.mean_cost().tolist()}

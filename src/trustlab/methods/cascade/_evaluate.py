@@ -24,6 +24,7 @@ import numpy as np
 from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, RandomStateRule
 from trustlab.core.exceptions import InputError
+from trustlab.core.executor import Executor
 from trustlab.core.seeding import check_random_state
 
 __all__ = ["Curve", "BootstrapResult", "hull_models", "budget_grid", "auc", "linear_curve", "evaluate_policy",
@@ -170,11 +171,16 @@ def _truth(queries: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 @validate_args(policy="no_validation", queries="no_validation", budgets=[ArrayLike(ndim=1, low=0)],
-               name=[None, InstanceOf(str)])
-def evaluate_policy(policy: Any, queries: Any, budgets: Any, *, name: str | None = None) -> Curve:
+               name=[None, InstanceOf(str)], executor=[None, InstanceOf(Executor)])
+def evaluate_policy(policy: Any, queries: Any, budgets: Any, *, name: str | None = None,
+                    executor: Executor | None = None) -> Curve:
     """Run a fitted policy at every budget on ``queries`` (with true quality and cost) and record the
-    realised mean cost and quality (and per-query values)."""
+    realised mean cost and quality (and per-query values). ``executor`` (:mod:`trustlab.core.executor`)
+    searches the lambdas of the budget grid as parallel tasks first (policies with ``tune_grid``); the curve
+    is the same as without it."""
     q, c = _truth(queries)
+    if executor is not None and hasattr(policy, "tune_grid"):
+        policy.tune_grid(budgets, executor=executor)
     pc, pq, binding, tuned = [], [], [], []
     for b in np.asarray(budgets, dtype=float):
         d = policy.decide(queries, float(b))

@@ -16,6 +16,7 @@ the expensive model.)
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -226,11 +227,30 @@ class _Policy(RouterRole):
         res = run_searches(search, lambda lams: self._execute(engine, lams), self._n_lambdas(), b,
                            self.max_lambda_, derive_seed(self.seed_, "tpe"))
         if not res.feasible:
-            warnings.warn(f"{type(self).__name__}: budget {b:.6g} is below the cheapest expected cost this policy "
-                          f"reaches on its tuning rows ({res.cost:.6g}); it runs that cheapest plan instead.",
-                          BudgetWarning, stacklevel=3)
+            self._warn_infeasible(b, res)
         self.tuned_[b] = res
         return res
+
+    def _warn_infeasible(self, b: float, res: SearchResult) -> None:
+        warnings.warn(f"{type(self).__name__}: budget {b:.6g} is below the cheapest expected cost this policy "
+                      f"reaches on its tuning rows ({res.cost:.6g}); it runs that cheapest plan instead.",
+                      BudgetWarning, stacklevel=4)
+
+    def tune_grid(self, budgets: Any, *, executor: Any = None) -> list[SearchResult]:
+        """``[tune(b) for b in budgets]``; with an ``executor`` (:mod:`trustlab.core.executor`) the budgets not
+        tuned yet are searched as parallel tasks (one per budget; the same lambdas as in this process, since
+        each search is seeded from the policy's seed alone) and cached as :meth:`tune` would."""
+        check_is_fitted(self, "n_models_")
+        bs = [float(b) for b in np.asarray(budgets, dtype=float).ravel()]
+        todo = [b for b in dict.fromkeys(bs) if b not in self.tuned_]
+        if executor is not None and todo and getattr(self, "tuning_", None) is not None:
+            found = executor.map(functools.partial(_tune_quietly, self), todo, seed=int(self.seed_) % 2**32,
+                                 desc=f"{type(self).__name__} budget grid")
+            for b, res in zip(todo, found):
+                if not res.feasible:
+                    self._warn_infeasible(b, res)
+                self.tuned_[b] = res
+        return [self.tune(b) for b in bs]
 
     # ---------------------------------------------------------------------------------- deciding
     def _decide(self, queries: Any, budget: float) -> RouteDecision:
@@ -448,3 +468,10 @@ def _check_fitted_policy(policy: Any) -> None:
                          f"Got {type(policy).__name__}.")
     if not hasattr(policy, "n_models_"):
         raise NotFittedError(f"This {type(policy).__name__} is not fitted yet; call fit(...) first.")
+
+
+def _tune_quietly(policy: _Policy, budget: float) -> SearchResult:
+    """One budget's lambda search (an executor task); an infeasible budget is warned about by the caller."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetWarning)
+        return policy.tune(budget)

@@ -11,6 +11,7 @@ check, and which points are unstable (S < 0.5 + eps for a binary task: not certi
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import warnings
@@ -22,6 +23,7 @@ import numpy as np
 from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Boolean, CallableRule, Interval, Options
 from trustlab.core.exceptions import InputError
+from trustlab.core.executor import Executor
 from trustlab.core.roles import Auditor
 from trustlab.methods.multiplicity._metrics import (
     confidence_score,
@@ -232,20 +234,17 @@ class MultiplicityAudit(Auditor):
         y = (X[:, 0] + 0.5 * rng.normal(size=90) > 0).astype(int)
         return {"args": (X[:60], y[:60], X[60:], y[60:]), "kwargs": {}}
 
-    def _fit_all(self, X: Any, y: np.ndarray) -> tuple[list[Any], list[float]]:
-        models, times = [], []
+    def _fit_all(self, X: Any, y: np.ndarray, executor: Executor | None = None) -> tuple[list[Any], list[float]]:
+        """The ``n_models`` fits, one task each (in this process, or on ``executor``'s workers)."""
         rng = np.random.default_rng(self.random_state)
-        for j in range(self.n_models):
-            rows = rng.integers(0, len(y), len(y)) if self.bootstrap else np.arange(len(y))
-            Xj = X.iloc[rows] if hasattr(X, "iloc") else np.asarray(X)[rows]
-            t0 = time.perf_counter()
-            est = self.factory(self.random_state + j)
-            if not (hasattr(est, "fit") and hasattr(est, "predict_proba")):
-                raise InputError(f"The factory of MultiplicityAudit must return an estimator with fit and "
-                                 f"predict_proba. Got {type(est).__name__}.")
-            models.append(est.fit(Xj, y[rows]))
-            times.append(time.perf_counter() - t0)
-        return models, times
+        items = [(self.random_state + j, rng.integers(0, len(y), len(y)) if self.bootstrap else None)
+                 for j in range(self.n_models)]
+        task = functools.partial(_fit_one, self.factory, X, y)
+        if executor is None:
+            fitted = [task(it) for it in items]
+        else:
+            fitted = executor.map(task, items, seed=self.random_state, desc="multiplicity fits")
+        return [m for m, _ in fitted], [t for _, t in fitted]
 
     @staticmethod
     def _proba(model: Any, X: Any) -> np.ndarray:
@@ -256,8 +255,15 @@ class MultiplicityAudit(Auditor):
                 return torch.softmax(model(torch.as_tensor(np.asarray(X, dtype=np.float32))), -1).numpy()
         return np.asarray(model.predict_proba(X), dtype=np.float64)
 
-    def _audit(self, X: Any, y: Any, X_test: Any, y_test: Any, X_val: Any = None, y_val: Any = None
-               ) -> MultiplicityReport:
+    def _audit(self, X: Any, y: Any, X_test: Any, y_test: Any, X_val: Any = None, y_val: Any = None, *,
+               executor: Executor | None = None) -> MultiplicityReport:
+        """Fit, filter and measure (see the class docstring). ``executor`` (:mod:`trustlab.core.executor`)
+        runs the ``n_models`` fits as parallel tasks; the report equals the in-process one for the same seeds.
+        Fits made in worker processes come back by pickle, so models sharing one backbone (fine-tunes of a
+        :class:`TabularLLM`) each come back with a copy of it."""
+        if executor is not None and not isinstance(executor, Executor):
+            raise InputError(f"The 'executor' argument of MultiplicityAudit.audit must be an Executor "
+                             f"(trustlab.core.executor.make_executor) or None. Got {type(executor).__name__}.")
         y, y_test = _labels(y, "y"), _labels(y_test, "y_test")
         if len(y) != len(X) or len(y_test) != len(X_test):
             raise InputError("MultiplicityAudit.audit: X/y and X_test/y_test must have matching lengths.")
@@ -266,7 +272,7 @@ class MultiplicityAudit(Auditor):
         if X_val is None:
             X_val, y_val = X, y
         y_val = _labels(y_val, "y_val")
-        models, fit_times = self._fit_all(X, y)
+        models, fit_times = self._fit_all(X, y, executor)
         P_val = [self._proba(m, X_val) for m in models]
         C = P_val[0].shape[1]
         scores = [float((p.argmax(1) == y_val).mean()) for p in P_val]
@@ -310,6 +316,20 @@ class MultiplicityAudit(Auditor):
             threshold=float(threshold), settings=settings, warnings=msgs)
         rep._timings = {"fit_s_per_model": float(np.mean(fit_times)), "stability_s": st.wall_time_s}
         return rep
+
+
+def _fit_one(factory: Any, X: Any, y: np.ndarray, item: tuple[int, np.ndarray | None]) -> tuple[Any, float]:
+    """One model of the audit (an executor task): ``factory(seed)`` fitted on the rows (all, or a bootstrap
+    resample), with its wall time."""
+    seed, rows = item
+    rows = np.arange(len(y)) if rows is None else rows
+    X, y = (X.iloc[rows] if hasattr(X, "iloc") else np.asarray(X)[rows]), y[rows]
+    t0 = time.perf_counter()
+    est = factory(seed)
+    if not (hasattr(est, "fit") and hasattr(est, "predict_proba")):
+        raise InputError(f"The factory of MultiplicityAudit must return an estimator with fit and "
+                         f"predict_proba. Got {type(est).__name__}.")
+    return est.fit(X, y), time.perf_counter() - t0
 
 
 def _labels(y: Any, name: str) -> np.ndarray:
