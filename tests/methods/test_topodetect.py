@@ -138,6 +138,24 @@ def test_topo_features_shape_sign_and_reproducibility():
     assert (up - base) / h == pytest.approx(float(u1[0] @ u1[0]), rel=1e-3)
 
 
+@pytest.mark.parametrize("unimodal", [True, False])
+def test_topo_features_equal_autograd_through_the_torch_h0_path(unimodal):
+    from trustlab.core.seeding import check_random_state
+
+    rng = np.random.default_rng(4)
+    img, ri = rng.normal(size=(1, 6)), rng.normal(size=(30, 6))
+    txt, rt = rng.normal(size=(1, 6)), rng.normal(size=(30, 6))[rng.integers(0, 30, 30) % 5]  # duplicated texts
+    g = td.topo_features(img, txt, ri, rt, n_batches=1, batch_size=12, unimodal=unimodal, random_state=3)
+    idx = check_random_state(3).choice(30, 11, replace=False)
+    Z = torch.tensor(np.vstack([img, ri[idx]]), requires_grad=True)
+    loss = td.tp_h0_torch(Z / Z.norm(dim=1, keepdim=True))
+    if not unimodal:
+        Tt = torch.tensor(np.vstack([txt, rt[idx]]))
+        loss = (loss - td.tp_h0_torch(Tt / Tt.norm(dim=1, keepdim=True))).abs()
+    (grad,) = torch.autograd.grad(loss, Z)
+    assert np.allclose(grad[0].numpy(), g[0], atol=1e-12) and np.abs(g).max() > 0
+
+
 # -- bad inputs --------------------------------------------------------------------------------------------------
 def test_bad_inputs_are_refused_with_the_argument_named():
     X = _cloud(10, 3)
