@@ -87,7 +87,7 @@ class ZeroShotFGSM(_ZeroShotAttack):
 
     _constraints: ClassVar[dict[str, list[Any]]] = {"model": [torch.nn.Module], "random_state": ["random_state"]}
 
-    def __init__(self, model: Any = None, random_state: Any = None) -> None:
+    def __init__(self, *, model: Any = None, random_state: Any = None) -> None:
         self.model = model
         self.random_state = random_state
 
@@ -104,7 +104,7 @@ class ZeroShotPGD(_ZeroShotAttack):
         "step_size": [Interval(float, 0, None, closed="neither")], "random_start": [Boolean()],
         "random_state": ["random_state"]}
 
-    def __init__(self, model: Any = None, steps: int = 10, step_size: float = 0.25, random_start: bool = True,
+    def __init__(self, *, model: Any = None, steps: int = 10, step_size: float = 0.25, random_start: bool = True,
                  random_state: Any = None) -> None:
         self.model = model
         self.steps = steps

@@ -218,7 +218,7 @@ class MMDGaussian(_KernelTest):
     _constraints: ClassVar[dict[str, list[Any]]] = dict(_KernelTest._common)
     _trainable: ClassVar[bool] = False
 
-    def __init__(self, alpha: float = 0.05, n_null: int = 200, train: bool = False, epochs: int = 1, lr: float = 1e-2,
+    def __init__(self, *, alpha: float = 0.05, n_null: int = 200, train: bool = False, epochs: int = 1, lr: float = 1e-2,
                  random_state: Any = None) -> None:
         self.alpha, self.n_null, self.train, self.epochs, self.lr, self.random_state = (
             alpha, n_null, train, epochs, lr, random_state)
@@ -237,7 +237,7 @@ class MMDDeep(_KernelTest):
     _constraints: ClassVar[dict[str, list[Any]]] = {**_KernelTest._common, "hidden": [Interval(int, 1, None)],
                                                     "out": [Interval(int, 1, None)]}
 
-    def __init__(self, hidden: int = 32, out: int = 16, alpha: float = 0.05, n_null: int = 200, train: bool = True,
+    def __init__(self, *, hidden: int = 32, out: int = 16, alpha: float = 0.05, n_null: int = 200, train: bool = True,
                  epochs: int = 200, lr: float = 5e-3, random_state: Any = None) -> None:
         self.hidden, self.out = hidden, out
         self.alpha, self.n_null, self.train, self.epochs, self.lr, self.random_state = (
@@ -273,7 +273,7 @@ class SAMMD(_KernelTest):
     _constraints: ClassVar[dict[str, list[Any]]] = {**_KernelTest._common, "n_semantic": [Interval(int, 1, None)],
                                                     "null": [Options(("wild", "permutation"))]}
 
-    def __init__(self, n_semantic: int = 3, alpha: float = 0.05, n_null: int = 200, train: bool = True,
+    def __init__(self, *, n_semantic: int = 3, alpha: float = 0.05, n_null: int = 200, train: bool = True,
                  epochs: int = 200, lr: float = 2e-2, null: str = "wild", random_state: Any = None) -> None:
         self.n_semantic = n_semantic
         self.alpha, self.n_null, self.train, self.epochs, self.lr, self.random_state = (
@@ -322,7 +322,7 @@ class TopoSAMMD(SAMMD):
 
     _constraints: ClassVar[dict[str, list[Any]]] = {**SAMMD._constraints, "n_topo": [Interval(int, 1, None)]}
 
-    def __init__(self, n_semantic: int = 2, n_topo: int = 2, alpha: float = 0.05, n_null: int = 200,
+    def __init__(self, *, n_semantic: int = 2, n_topo: int = 2, alpha: float = 0.05, n_null: int = 200,
                  train: bool = True, epochs: int = 200, lr: float = 2e-2, null: str = "wild",
                  random_state: Any = None) -> None:
         super().__init__(n_semantic=n_semantic, alpha=alpha, n_null=n_null, train=train, epochs=epochs, lr=lr,
