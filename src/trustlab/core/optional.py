@@ -26,6 +26,7 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "attacks": ["torch", "torchattacks"],
     "audit": ["skops", "shap", "optuna", "torch", "playwright"],
     "track": ["mlflow"],
+    "topo": ["torch", "ripser", "persim", "torchattacks", "sentence_transformers"],
 }
 #: import name -> pip requirement, where it differs from the import name
 _DISTRIBUTIONS = {"torch": "torch==2.13.0", "sentence_transformers": "sentence-transformers",
