@@ -107,9 +107,9 @@ def test_positions_select_first_and_last_prompt_tokens_with_either_padding():
 
     right = torch.tensor([[1, 1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 0, 0, 0, 0, 0]]).bool()
     left = right.flip(1)
-    f, l = select_positions(right, 2, 1)
-    assert f[0].nonzero().flatten().tolist() == [0, 1] and l[0].nonzero().flatten().tolist() == [5]
-    assert f[1].nonzero().flatten().tolist() == [0, 1] and l[1].nonzero().flatten().tolist() == [2]
+    f, la = select_positions(right, 2, 1)
+    assert f[0].nonzero().flatten().tolist() == [0, 1] and la[0].nonzero().flatten().tolist() == [5]
+    assert f[1].nonzero().flatten().tolist() == [0, 1] and la[1].nonzero().flatten().tolist() == [2]
     fl, ll = select_positions(left, 2, 1)
     assert fl[0].nonzero().flatten().tolist() == [2, 3] and ll[0].nonzero().flatten().tolist() == [7]
     assert fl[1].nonzero().flatten().tolist() == [5, 6] and ll[1].nonzero().flatten().tolist() == [7]

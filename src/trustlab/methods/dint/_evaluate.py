@@ -24,7 +24,7 @@ import numpy as np
 
 from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.constraints import Interval, Options, Satisfies
-from trustlab.core.exceptions import ConfigError, InputError
+from trustlab.core.exceptions import InputError
 from trustlab.methods.dint._fit import INTERVENTION, TASK, _as_task, frozen_base, prompt_mask, tokenize_task
 
 __all__ = ["InterventionEvaluator", "RobustnessReport", "RobustnessRow", "robustness_report", "normalised_auc"]
@@ -96,14 +96,17 @@ class InterventionEvaluator:
     tokenizer : optional (``load_model`` attaches one)
     batch_size : int, default=32
     chat, system : as :func:`trustlab.llm.tokenize_pairs`
+    replay : bool, default=True
+        Replay the top blocks from cached states (False: the full model every pass, e.g. for a model with
+        adapters in its bottom blocks).
     """
 
     def __init__(self, model: Any, tokenizer: Any = None, *, batch_size: int = 32, chat: bool = True,
-                 system: str | None = None) -> None:
+                 system: str | None = None, replay: bool = True) -> None:
         from trustlab.llm.sites import unwrap
 
         self.model, self.tokenizer = unwrap(model), tokenizer
-        self.batch_size, self.chat, self.system = int(batch_size), chat, system
+        self.batch_size, self.chat, self.system, self.replay = int(batch_size), chat, system, bool(replay)
         self._seqs: dict[int, Any] = {}
         self._fwd: dict[tuple[int, int], Any] = {}
 
@@ -129,7 +132,7 @@ class InterventionEvaluator:
         key = (id(task), int(start))
         if key not in self._fwd:
             seqs = self.sequences(task)
-            k = None if start == 0 else dims(self.model).n_layers - int(start)
+            k = None if (start == 0 or not self.replay) else dims(self.model).n_layers - int(start)
             with frozen_base(self.model):
                 self._fwd[key] = PolicyForward(self.model, seqs, replay=k, share_prompts=False)
         return self._fwd[key]

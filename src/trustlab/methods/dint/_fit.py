@@ -48,9 +48,16 @@ def _is_intervention(v: Any) -> bool:
     return isinstance(v, _ReFTBase)
 
 
-INTERVENTION = Satisfies(_is_intervention, "a LoReFT or DReFT intervention", ["loreft", 3])
+def _example_intervention() -> Any:
+    from trustlab.methods.dint._edit import LoReFT
+
+    return LoReFT(layer=0, rank=2, random_state=0)
+
+
+INTERVENTION = Satisfies(_is_intervention, "a LoReFT or DReFT intervention", ["loreft", 3],
+                         valid=_example_intervention())
 TASK = Satisfies(lambda v: isinstance(v, TaskData | str | os.PathLike), "TaskData or the path of a JSONL task",
-                 [3, None])
+                 [3, None], valid=TaskData(("What is 1 + 1?",), ("2",)))
 
 
 def _as_task(data: Any) -> TaskData:
