@@ -33,32 +33,34 @@ ARMS = ("loreft", "dreft_clamp", "dreft_sigmoid")
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
     model: str = "smollm2-135m-instruct"  # or "tiny" (random 4-block llama, SmolLM2 tokenizer)
-    n_train: int = 256
-    n_test: int = 100
-    n_shift: int = 60
+    system: str = "Answer briefly."
+    n_train: int = 128
+    n_test: int = 60
+    n_shift: int = 40
     rank: int = 8
     positions: str = "f4+l4"
     early_layer: int = 0
     late_layer: int = 27
     middle_layer: int = 15
     early: bool = True  # train the layer-0 arms (full backward); quick mode runs the late arm only
-    early_steps: int = 30
-    late_steps: int = 40
+    early_steps: int = 20
+    late_steps: int = 25
     batch_size: int = 8
     lr: float = 3e-3
     warmup_steps: int = 3
     noise_levels: tuple[float, ...] = (0.1, 0.2, 0.4)
-    early_noise_levels: tuple[float, ...] = (0.2,)
+    early_noise_levels: tuple[float, ...] = ()
+    middle_levels: tuple[float, ...] = (0.2,)
     weight_noise: float = 0.05
-    n_draws: int = 5
-    early_draws: int = 2
+    n_draws: int = 3
+    early_draws: int = 1
     seeds: tuple[int, ...] = (0, 1, 2)
     protocol: bool = True  # the middle-layer noise, weight noise and input shifts (late arm, first seed)
 
     @classmethod
     def quick(cls) -> Config:
         """The late-layer arm only (replay of 3 blocks): 64 training examples, 15 steps, one noise level."""
-        return cls(n_train=64, n_test=48, n_shift=16, early=False, late_steps=15, noise_levels=(0.2,), n_draws=2,
+        return cls(n_train=64, n_test=40, n_shift=16, early=False, late_steps=15, noise_levels=(0.2,), n_draws=2,
                    seeds=(0,), protocol=False)
 
     def validate(self) -> None:
@@ -114,7 +116,7 @@ def run(cfg: Config, ctx: RunContext) -> Result:
         with ctx.untimed("load SmolLM2"):
             model, tok = _load(cfg)
         tasks = _tasks(cfg)
-        ev = InterventionEvaluator(model, tok, batch_size=25)
+        ev = InterventionEvaluator(model, tok, batch_size=20, system=cfg.system)
         zs, _ = ev.accuracy(tasks["test"])
         res.add(arm="zero_shot", layer=-1, seed=-1, metric="accuracy", perturbation="clean", level=0.0,
                 inference="deterministic", value=zs)
@@ -143,8 +145,10 @@ def _arm(cfg: Config, ctx: RunContext, res: Result, ev: Any, model: Any, tok: An
     early = layer == cfg.early_layer
     iv = _intervention(arm, layer, cfg, seed)
     t = time.perf_counter()
+    fwd = None if early else ev.forward(tasks["train"], layer)  # one replay cache for every late-layer fit
     fit = fit_intervention(model, iv, tasks["train"], tok, steps=cfg.early_steps if early else cfg.late_steps,
-                           batch_size=cfg.batch_size, lr=cfg.lr, warmup_steps=cfg.warmup_steps, random_state=seed)
+                           batch_size=cfg.batch_size, lr=cfg.lr, warmup_steps=cfg.warmup_steps, system=cfg.system,
+                           random_state=seed, forward=fwd)
     key = f"{arm}@{layer}"
     timing[f"train {key} s{seed}"] = time.perf_counter() - t
     base = {"metric": "accuracy"}
@@ -169,7 +173,7 @@ def _arm(cfg: Config, ctx: RunContext, res: Result, ev: Any, model: Any, tok: An
             _record(res, arm, layer, seed, perturbation="act_noise@own", level=c, inference=name,
                     value=acc(noise_layer=layer, noise_level=c), **base)
         if cfg.protocol and not early and seed == cfg.seeds[0]:
-            for c in levels:
+            for c in cfg.middle_levels:
                 _record(res, arm, layer, seed, perturbation="act_noise@middle", level=c, inference=name,
                         value=acc(noise_layer=cfg.middle_layer, noise_level=c), **base)
             _record(res, arm, layer, seed, perturbation="weight_noise", level=cfg.weight_noise, inference=name,

@@ -151,16 +151,19 @@ def _warn_overlap(seqs: Any, positions: str) -> None:
                schedule=[Satisfies(lambda v: v in ("constant", "linear", "cosine"), "one of constant/linear/cosine",
                                    ["step"], valid="linear")],
                chat=[Boolean()], system=[str, None], random_state=["random_state"],
-               cache_dir=[str, os.PathLike, None], threads=[Interval(int, 1, None), None])
+               cache_dir=[str, os.PathLike, None], threads=[Interval(int, 1, None), None], forward="no_validation")
 def fit_intervention(
     model: Any, intervention: Any, data: Any, tokenizer: Any = None, *, steps: int = 50, batch_size: int = 8,
     lr: float | None = None, warmup_steps: int = 0, schedule: str = "linear", chat: bool = True,
     system: str | None = None, random_state: Any = 0, cache_dir: Any = None, threads: int | None = None,
+    forward: Any = None,
 ) -> InterventionFit:
     """Train ``intervention`` on ``data`` (TaskData or JSONL path) with the base ``model`` frozen.
 
     ``lr`` defaults to the anchors' 9e-4 (LoReFT) / 3e-3 (D-ReFT). After training the intervention's
-    modules hold the learned weights; ``intervention.apply(model)`` uses them.
+    modules hold the learned weights; ``intervention.apply(model)`` uses them. ``forward`` (a
+    :class:`trustlab.llm.PolicyForward` of the tokenised ``data`` replaying from the intervention's block,
+    e.g. ``InterventionEvaluator.forward(data, layer)``) reuses one replay cache across several fits.
 
     Example
     -------
@@ -176,15 +179,21 @@ def fit_intervention(
     from trustlab.llm.sites import model_device, unwrap
 
     inner = unwrap(model)
-    seqs = tokenize_task(inner, data, tokenizer, chat=chat, system=system)
+    k = replay_for(inner, intervention.layer)
+    if forward is not None:
+        if forward.k_top != k:
+            raise InputError(f"The 'forward' argument of fit_intervention must replay from block {intervention.layer} "
+                             f"(replay={k}). Got replay={forward.k_top}.")
+        seqs = forward.sequences
+    else:
+        seqs = tokenize_task(inner, data, tokenizer, chat=chat, system=system)
     _warn_overlap(seqs, intervention.positions)
     seed = spawn_seed(check_random_state(random_state, owner="fit_intervention"))
-    k = replay_for(inner, intervention.layer)
     handle = intervention.apply(inner)
     intervention.reset_noise(seed)
     try:
         with frozen_base(inner):
-            fwd = PolicyForward(inner, seqs, replay=k, share_prompts=False, cache_dir=cache_dir)
+            fwd = forward or PolicyForward(inner, seqs, replay=k, share_prompts=False, cache_dir=cache_dir)
             obj = _Objective(fwd, intervention, getattr(intervention, "kl_beta", 0.0))
             hist = train(intervention.module_, obj, steps=steps, batch_size=batch_size,
                          lr=float(lr if lr is not None else intervention._default_lr), warmup_steps=warmup_steps,
