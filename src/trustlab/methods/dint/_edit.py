@@ -284,7 +284,7 @@ class LoReFT(_ReFTBase):
     580
     """
 
-    def __init__(self, layer: int = 0, rank: int = 8, positions: str = "f4+l4", shared: bool = True,
+    def __init__(self, *, layer: int = 0, rank: int = 8, positions: str = "f4+l4", shared: bool = True,
                  random_state: Any = None) -> None:
         self.layer, self.rank, self.positions, self.shared, self.random_state = layer, rank, positions, shared, random_state
 
@@ -318,7 +318,7 @@ class DReFT(_ReFTBase):
         "sigma_bounds": [_BOUNDS], "inference": [Options(("sample", "mean"))], "kl_beta": [Interval(float, 0, None)],
     }
 
-    def __init__(self, layer: int = 0, rank: int = 8, positions: str = "f4+l4", shared: bool = True,
+    def __init__(self, *, layer: int = 0, rank: int = 8, positions: str = "f4+l4", shared: bool = True,
                  sigma_param: str = "official_clamp", sigma_bounds: tuple[float, float] = (1e-3, 1.0),
                  inference: str = "sample", kl_beta: float = 0.0, random_state: Any = None) -> None:
         self.layer, self.rank, self.positions, self.shared = layer, rank, positions, shared
