@@ -1,0 +1,366 @@
+"""Experiment ``dint``: D-ReFT (distribution-wise) vs LoReFT (pointwise) interventions on SmolLM2-135M.
+
+Claims (issue 26, spec section 5), pre-registered before the first default-mode run:
+(C1) learning works: LoReFT and D-ReFT (official clamp, sample inference) at layer 0 each beat the zero-shot
+model on ArithLite exact match by >= 20 points; (C2) non-inferiority: D-ReFT's clean accuracy (official clamp,
+the better of sample and mean inference) >= LoReFT's - 2 points at layer 0; (C3) robustness: under activation
+noise c = 0.2 at the intervened block's input, D-ReFT's drop (official clamp, sample inference) <= LoReFT's drop
+- 3 points, mean over the seeds of the late-layer arm ("not reproduced" when it fails); (C4) mechanism: with the
+bounded sigmoid the learned sigma at layer 0 > at the late layer (mean over its seeds); (C4b) with the official
+clamp sigma stays 0.2 (|sigma - 0.2| <= 1e-3) at both layers. All arms train on the same examples, steps, batch
+and learning rate (one shared lr; the anchors' per-method lrs belong to 9-12 epochs on Math10K).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.methods.dint import PAPER as PAPER
+from trustlab.results.result import Result
+
+TITLE = "D-Intervention: D-ReFT vs LoReFT (clean accuracy, robustness, learned sigma) on SmolLM2-135M"
+EXTRAS: tuple[str, ...] = ("llm",)
+#: claims that PASS in quick mode (measured by running quick mode; see docs/papers/dint.md)
+QUICK_EXPECTED_PASS: tuple[str, ...] = ()
+
+ARMS = ("loreft", "dreft_clamp", "dreft_sigmoid")
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    model: str = "smollm2-135m-instruct"  # or "tiny" (random 4-block llama, SmolLM2 tokenizer)
+    system: str = "Answer briefly."
+    n_train: int = 128
+    n_test: int = 60
+    n_shift: int = 40
+    rank: int = 8
+    positions: str = "f4+l4"
+    early_layer: int = 0
+    late_layer: int = 27
+    middle_layer: int = 15
+    early: bool = True  # train the layer-0 arms (full backward); quick mode runs the late arm only
+    early_steps: int = 20
+    late_steps: int = 25
+    batch_size: int = 8
+    lr: float = 3e-3
+    warmup_steps: int = 3
+    noise_levels: tuple[float, ...] = (0.1, 0.2, 0.4)
+    early_noise_levels: tuple[float, ...] = ()
+    middle_levels: tuple[float, ...] = (0.2,)
+    weight_noise: float = 0.05
+    n_draws: int = 3
+    early_draws: int = 1
+    seeds: tuple[int, ...] = (0, 1, 2)
+    protocol: bool = True  # the middle-layer noise, weight noise and input shifts (late arm, first seed)
+
+    @classmethod
+    def quick(cls) -> Config:
+        """The late-layer arm only (replay of 3 blocks): 64 training examples, 15 steps, one noise level."""
+        return cls(n_train=64, n_test=40, n_shift=16, early=False, late_steps=15, noise_levels=(0.2,), n_draws=2,
+                   seeds=(0,), protocol=False)
+
+    def validate(self) -> None:
+        super().validate()
+        from trustlab.core.constraints import Interval, validate_value
+
+        for name in ("n_train", "n_test", "n_shift", "rank", "early_steps", "late_steps", "batch_size", "n_draws",
+                     "early_draws"):
+            validate_value("dint.Config", name, getattr(self, name), [Interval(int, 1, None)])
+        for name in ("early_layer", "late_layer", "middle_layer", "warmup_steps"):
+            validate_value("dint.Config", name, getattr(self, name), [Interval(int, 0, None)])
+
+
+def _load(cfg: Config) -> tuple[Any, Any]:
+    from trustlab.llm import load_model, tiny_random_llama
+
+    if cfg.model == "tiny":
+        return tiny_random_llama(n_layers=4)
+    return load_model(cfg.model)
+
+
+def _intervention(arm: str, layer: int, cfg: Config, seed: int) -> Any:
+    from trustlab.methods.dint import DReFT, LoReFT
+
+    if arm == "loreft":
+        return LoReFT(layer=layer, rank=cfg.rank, positions=cfg.positions, random_state=seed)
+    sp = "official_clamp" if arm == "dreft_clamp" else "bounded_sigmoid"
+    return DReFT(layer=layer, rank=cfg.rank, positions=cfg.positions, sigma_param=sp, random_state=seed)
+
+
+def _tasks(cfg: Config) -> dict[str, Any]:
+    from trustlab.methods.dint import arith_lite
+
+    s = cfg.seeds[0]
+    return {"train": arith_lite(cfg.n_train, split="train", random_state=s),
+            "test": arith_lite(cfg.n_test, split="test", random_state=s + 1000),
+            "paraphrase": arith_lite(cfg.n_shift, split="paraphrase", random_state=s + 2000),
+            "distractor": arith_lite(cfg.n_shift, split="test", shift="distractor", random_state=s + 3000),
+            "number_words": arith_lite(cfg.n_shift, split="test", shift="number_words", random_state=s + 4000)}
+
+
+def run(cfg: Config, ctx: RunContext) -> Result:
+    import time
+
+    import torch
+
+    from trustlab.core.threads import limit_threads
+    from trustlab.methods.dint import InterventionEvaluator
+
+    with limit_threads(max(1, min(2, torch.get_num_threads()))):
+        res = Result("dint", "", cfg.to_dict())
+        t0 = time.perf_counter()
+        with ctx.untimed("load SmolLM2"):
+            model, tok = _load(cfg)
+        tasks = _tasks(cfg)
+        ev = InterventionEvaluator(model, tok, batch_size=20, system=cfg.system)
+        zs, _ = ev.accuracy(tasks["test"])
+        res.add(arm="zero_shot", layer=-1, seed=-1, metric="accuracy", perturbation="clean", level=0.0,
+                inference="deterministic", value=zs)
+        ctx.check_budget("zero-shot")
+        timing: dict[str, float] = {}
+        for seed in cfg.seeds:
+            for arm in ARMS:
+                _arm(cfg, ctx, res, ev, model, tok, tasks, arm, cfg.late_layer, seed, timing)
+        if cfg.early:
+            for arm in ARMS:
+                _arm(cfg, ctx, res, ev, model, tok, tasks, arm, cfg.early_layer, cfg.seeds[0], timing)
+        res.summary["timing_s"] = {**timing, "total": time.perf_counter() - t0}
+    return res
+
+
+def _record(res: Result, arm: str, layer: int, seed: int, **kw: Any) -> None:
+    res.add(arm=arm, layer=layer, seed=seed, **kw)
+
+
+def _arm(cfg: Config, ctx: RunContext, res: Result, ev: Any, model: Any, tok: Any, tasks: dict[str, Any], arm: str,
+         layer: int, seed: int, timing: dict[str, float]) -> None:
+    import time
+
+    from trustlab.methods.dint import fit_intervention
+
+    early = layer == cfg.early_layer
+    iv = _intervention(arm, layer, cfg, seed)
+    t = time.perf_counter()
+    fwd = None if early else ev.forward(tasks["train"], layer)  # one replay cache for every late-layer fit
+    fit = fit_intervention(model, iv, tasks["train"], tok, steps=cfg.early_steps if early else cfg.late_steps,
+                           batch_size=cfg.batch_size, lr=cfg.lr, warmup_steps=cfg.warmup_steps, system=cfg.system,
+                           random_state=seed, forward=fwd)
+    key = f"{arm}@{layer}"
+    timing[f"train {key} s{seed}"] = time.perf_counter() - t
+    base = {"metric": "accuracy"}
+    _record(res, arm, layer, seed, metric="step_time_s", value=fit.history.median_step_time(1))
+    _record(res, arm, layer, seed, metric="n_params", value=float(fit.n_params))
+    _record(res, arm, layer, seed, metric="loss_first3", value=float(np.mean(fit.history.loss[:3])))
+    _record(res, arm, layer, seed, metric="loss_last3", value=float(np.mean(fit.history.loss[-3:])))
+    if fit.sigma_mean is not None:
+        _record(res, arm, layer, seed, metric="sigma", value=fit.sigma_mean)
+    modes = [None] if arm == "loreft" else ["sample", "mean"]
+    levels = cfg.early_noise_levels if early else cfg.noise_levels
+    t = time.perf_counter()
+    for mode in modes:
+        draws = (cfg.early_draws if early else cfg.n_draws) if mode == "sample" else 1
+        name = mode or "deterministic"
+
+        def acc(task: Any = tasks["test"], draws: int = draws, mode: Any = mode, **kw: Any) -> float:
+            return ev.accuracy(task, iv, inference=mode, n_draws=draws, random_state=seed, **kw)[0]
+
+        _record(res, arm, layer, seed, perturbation="clean", level=0.0, inference=name, value=acc(), **base)
+        for c in levels:
+            _record(res, arm, layer, seed, perturbation="act_noise@own", level=c, inference=name,
+                    value=acc(noise_layer=layer, noise_level=c), **base)
+        if cfg.protocol and not early and seed == cfg.seeds[0]:
+            for c in cfg.middle_levels:
+                _record(res, arm, layer, seed, perturbation="act_noise@middle", level=c, inference=name,
+                        value=acc(noise_layer=cfg.middle_layer, noise_level=c), **base)
+            _record(res, arm, layer, seed, perturbation="weight_noise", level=cfg.weight_noise, inference=name,
+                    value=acc(weight_noise=cfg.weight_noise), **base)
+            for shift in ("paraphrase", "distractor", "number_words"):
+                _record(res, arm, layer, seed, perturbation=f"shift:{shift}", level=0.0, inference=name,
+                        value=acc(task=tasks[shift]), **base)
+        ctx.check_budget(f"{key} seed {seed} ({name})")
+    timing[f"eval {key} s{seed}"] = time.perf_counter() - t
+
+
+# -- claims --------------------------------------------------------------------------------------------
+def _val(r: Result, arm: str, layer: int | None, metric: str = "accuracy", **where: Any) -> float | None:
+    df = r.to_frame()
+    if df.empty:
+        return None
+    sub = df[(df["arm"] == arm) & (df["metric"] == metric)]
+    if layer is not None:
+        sub = sub[sub["layer"] == layer]
+    for k, v in where.items():
+        if k not in sub:
+            return None
+        sub = sub[np.isclose(sub[k], v)] if isinstance(v, float) else sub[sub[k] == v]
+    return None if sub.empty else float(sub["value"].mean())
+
+
+def _clean(r: Result, arm: str, layer: int, inference: str) -> float | None:
+    return _val(r, arm, layer, perturbation="clean", inference=inference)
+
+
+def _c1(r: Result) -> CheckResult:
+    layer = r.config["early_layer"]
+    zs = _val(r, "zero_shot", None, perturbation="clean")
+    lo, dr = _clean(r, "loreft", layer, "deterministic"), _clean(r, "dreft_clamp", layer, "sample")
+    if None in (zs, lo, dr):
+        return CheckResult(None, None, "each >= zero-shot + 20 points", detail="layer-0 arms not run")
+    gains = (round(100 * (lo - zs), 1), round(100 * (dr - zs), 1))
+    return CheckResult(min(gains) >= 20, gains, ">= 20 each", baseline=round(100 * zs, 1),
+                       unit="points over zero-shot (LoReFT, D-ReFT)",
+                       detail=f"exact match: zero-shot {100 * zs:.1f}, LoReFT {100 * lo:.1f}, D-ReFT {100 * dr:.1f}")
+
+
+def _c2(r: Result) -> CheckResult:
+    layer = r.config["early_layer"]
+    lo = _clean(r, "loreft", layer, "deterministic")
+    s, m = _clean(r, "dreft_clamp", layer, "sample"), _clean(r, "dreft_clamp", layer, "mean")
+    if None in (lo, s, m):
+        return CheckResult(None, None, ">= LoReFT - 2 points", detail="layer-0 arms not run")
+    best = max(s, m)
+    return CheckResult(best >= lo - 0.02, round(100 * best, 1), f">= {100 * lo - 2:.1f}", baseline=round(100 * lo, 1),
+                       unit="% exact match (D-ReFT, best of sample/mean)",
+                       detail=f"D-ReFT sample {100 * s:.1f}, mean {100 * m:.1f}; LoReFT {100 * lo:.1f}")
+
+
+def _drop(r: Result, arm: str, layer: int, inference: str, seed: int) -> float | None:
+    a = _val(r, arm, layer, perturbation="clean", inference=inference, seed=seed)
+    b = _val(r, arm, layer, perturbation="act_noise@own", inference=inference, level=0.2, seed=seed)
+    return None if a is None or b is None else a - b
+
+
+def _c3_for(r: Result, arm: str, inference: str) -> CheckResult:
+    layer = r.config["late_layer"]
+    seeds = r.config["seeds"]
+    d = [_drop(r, arm, layer, inference, s) for s in seeds]
+    lo = [_drop(r, "loreft", layer, "deterministic", s) for s in seeds]
+    if any(x is None for x in d + lo):
+        return CheckResult(None, None, "<= LoReFT's drop - 3 points", detail="c = 0.2 not measured")
+    dm, lm = 100 * float(np.mean(d)), 100 * float(np.mean(lo))
+    return CheckResult(dm <= lm - 3, round(dm, 1), f"<= {lm - 3:.1f}", baseline=round(lm, 1),
+                       unit="points of accuracy lost at c = 0.2 (mean over seeds)",
+                       detail=f"drops per seed: {arm}/{inference} {[round(100 * x, 1) for x in d]}, LoReFT "
+                       f"{[round(100 * x, 1) for x in lo]}; not reproduced if FAIL")
+
+
+def _c3(r: Result) -> CheckResult:
+    return _c3_for(r, "dreft_clamp", "sample")
+
+
+def _c3_sigmoid(r: Result) -> CheckResult:
+    return _c3_for(r, "dreft_sigmoid", "sample")
+
+
+def _c3_mean(r: Result) -> CheckResult:
+    return _c3_for(r, "dreft_clamp", "mean")
+
+
+def _c4(r: Result) -> CheckResult:
+    e = _val(r, "dreft_sigmoid", r.config["early_layer"], "sigma")
+    late = _val(r, "dreft_sigmoid", r.config["late_layer"], "sigma")
+    if e is None or late is None:
+        return CheckResult(None, None, "> sigma at the late layer", detail="layer-0 arms not run")
+    return CheckResult(e > late, round(e, 4), f"> {late:.4f}", baseline=round(late, 4),
+                       unit="mean learned sigma at layer 0 (bounded sigmoid)",
+                       detail=f"layer {r.config['early_layer']}: {e:.4f}; layer {r.config['late_layer']}: {late:.4f} "
+                       "(both start at 0.2)")
+
+
+def _c4b(r: Result) -> CheckResult:
+    vals = [v for v in (_val(r, "dreft_clamp", layer, "sigma") for layer in (r.config["early_layer"],
+                                                                             r.config["late_layer"])) if v is not None]
+    if not vals:
+        return CheckResult(None, None, "|sigma - 0.2| <= 1e-3")
+    dev = max(abs(v - 0.2) for v in vals)
+    return CheckResult(dev <= 1e-3, float(f"{dev:.3g}"), "<= 1e-3", unit="max |sigma - 0.2| (official clamp)",
+                       detail=f"learned sigma per layer: {[round(v, 5) for v in vals]}")
+
+
+def _setting(c: dict[str, Any]) -> str:
+    return (f"{c['model']}, ArithLite {c['n_train']} train / {c['n_test']} test, rank {c['rank']} at "
+            f"{c['positions']}, {c['early_steps']} steps (layer {c['early_layer']}) / {c['late_steps']} steps (layer "
+            f"{c['late_layer']}) x batch {c['batch_size']}, lr {c['lr']} for every arm; paper: LLaMA-7B/13B, Llama-3-8B "
+            "on Math10K / Commonsense170K, 9-12 epochs")
+
+
+def _seeds_note(c: dict[str, Any]) -> str:
+    return (f"late-layer arm (block {c['late_layer']}, replay), {len(c['seeds'])} seed(s), D-ReFT sample inference "
+            f"with {c['n_draws']} draws; noise N(0, (c rms_token)^2) at the block's input, prompt tokens except the "
+            "first (the paper's protocol could not be retrieved)")
+
+
+CLAIMS = [
+    Claim("C1", "Learning works: LoReFT and D-ReFT (official clamp) at layer 0 each beat zero-shot ArithLite exact "
+          "match by >= 20 points", _c1, modes=("default", "paper"),
+          scale_note=lambda c: _setting(c) + f"; 1 seed ({c['seeds'][0]}) for the layer-0 arms"),
+    Claim("C2", "Non-inferiority: D-ReFT clean accuracy (best of sample/mean) >= LoReFT - 2 points at layer 0", _c2,
+          modes=("default", "paper"), scale_note=_setting),
+    Claim("C3", "Robustness: under activation noise c = 0.2 at the intervened layer, D-ReFT's accuracy drop <= "
+          "LoReFT's drop - 3 points (official clamp, sample inference)", _c3, scale_note=_seeds_note),
+    Claim("C3s", "C3 for D-ReFT with the learnable (bounded sigmoid) sigma", _c3_sigmoid, scale_note=_seeds_note,
+          secondary=True),
+    Claim("C3m", "C3 for D-ReFT (official clamp) under mean inference (z = mu)", _c3_mean, scale_note=_seeds_note,
+          secondary=True),
+    Claim("C4", "Mechanism: with the bounded sigmoid, learned sigma at layer 0 > at the late layer", _c4,
+          modes=("default", "paper"), scale_note=lambda c: f"sigma averaged over the intervened prompt tokens of 64 "
+          f"training prompts and the r = {c['rank']} dimensions; late layer averaged over {len(c['seeds'])} seed(s)"),
+    Claim("C4b", "Mechanism: with the official clamp sigma stays 0.2 (the clamp's gradient is zero)", _c4b,
+          scale_note="measured after training at every layer trained"),
+]
+
+
+# -- plots ---------------------------------------------------------------------------------------------
+_LABEL = {("loreft", "deterministic"): "LoReFT", ("dreft_clamp", "sample"): "D-ReFT clamp (sample)",
+          ("dreft_clamp", "mean"): "D-ReFT clamp (mean)", ("dreft_sigmoid", "sample"): "D-ReFT sigmoid (sample)",
+          ("dreft_sigmoid", "mean"): "D-ReFT sigmoid (mean)"}
+
+
+def PLOTS(result: Result) -> dict[str, Any]:
+    from trustlab.results.plots import new_figure
+
+    out: dict[str, Any] = {}
+    df = result.to_frame()
+    if df.empty or "perturbation" not in df:
+        return out
+    acc = df[(df["metric"] == "accuracy") & df["perturbation"].isin(["clean", "act_noise@own"])]
+    zs = df[(df["arm"] == "zero_shot") & (df["metric"] == "accuracy")]["value"]
+    for layer, name in ((result.config["late_layer"], "noise_late"), (result.config["early_layer"], "noise_layer0")):
+        sub = acc[acc["layer"] == layer]
+        if sub.empty:
+            continue
+        fig, ax = new_figure(5.6, 3.8)
+        for (arm, inf), g in sub.groupby(["arm", "inference"], sort=False):
+            m = g.groupby("level")["value"].agg(["mean", "std"]).sort_index()
+            ax.errorbar(m.index, 100 * m["mean"], yerr=100 * m["std"].fillna(0), marker="o", ms=3, capsize=2,
+                        label=_LABEL.get((arm, inf), f"{arm} ({inf})"))
+        if len(zs):
+            ax.axhline(100 * float(zs.iloc[0]), color="grey", ls=":", lw=1, label="zero-shot")
+        ax.set_xlabel("activation noise c (x token RMS) at the intervened block's input")
+        ax.set_ylabel("ArithLite exact match (%)")
+        ax.set_title(f"accuracy vs noise, intervention at block {layer} (mean +- sd over seeds)", fontsize=9)
+        ax.legend(fontsize=7)
+        out[name] = fig
+    sig = df[df["metric"] == "sigma"]
+    if not sig.empty:
+        fig, ax = new_figure(5.0, 3.4)
+        arms = [a for a in ("dreft_clamp", "dreft_sigmoid") if a in set(sig["arm"])]
+        layers = sorted(set(sig["layer"]))
+        width = 0.8 / max(1, len(arms))
+        for i, arm in enumerate(arms):
+            g = sig[sig["arm"] == arm].groupby("layer")["value"]
+            ms, sds = g.mean(), g.std().fillna(0)
+            xs = [layers.index(x) + i * width for x in ms.index]
+            ax.bar(xs, ms.values, width=width, yerr=sds.values, capsize=2,
+                   label={"dreft_clamp": "official clamp", "dreft_sigmoid": "bounded sigmoid"}[arm])
+        ax.axhline(0.2, color="grey", ls=":", lw=1, label="initial / clamp value 0.2")
+        ax.set_xticks([k + width * (len(arms) - 1) / 2 for k in range(len(layers))], [f"block {x}" for x in layers])
+        ax.set_ylabel("learned sigma (mean over tokens and dims)")
+        ax.set_title("D-ReFT learned sigma per layer", fontsize=9)
+        ax.legend(fontsize=7)
+        out["sigma_per_layer"] = fig
+    return out
