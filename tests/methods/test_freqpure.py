@@ -17,6 +17,11 @@ torch = pytest.importorskip("torch")
 fp = pytest.importorskip("trustlab.methods.freqpure")
 
 from trustlab.methods.freqpure._attacks import _tiny_classifier  # noqa: E402
+from trustlab.methods.freqpure._diffusion import linear_betas as _linear_betas  # noqa: E402
+from trustlab.methods.freqpure._purify import step_sequence as _step_sequence  # noqa: E402
+from trustlab.methods.freqpure._shipped import REBUILD_COMMAND as _REBUILD_COMMAND  # noqa: E402
+from trustlab.methods.freqpure._shipped import SHIPPED_WEIGHTS as _SHIPPED_WEIGHTS  # noqa: E402
+from trustlab.methods.freqpure._unet import sinusoidal_embedding as _sinusoidal_embedding  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +45,7 @@ def digits():
 # -- DDPM ------------------------------------------------------------------------------------------------------
 def test_forward_noising_matches_the_closed_form(model):
     """Chaining q(x_t | x_{t-1}) step by step gives mean sqrt(abar_t) x0 and variance 1 - abar_t."""
-    betas = fp.linear_betas()
+    betas = _linear_betas()
     mean, var = 1.0, 0.0
     for t in range(1, 301):
         mean, var = mean * np.sqrt(1 - betas[t - 1]), (1 - betas[t - 1]) * var + betas[t - 1]
@@ -61,7 +66,7 @@ def test_ddpm_step_with_consecutive_levels_is_the_ddpm_posterior(model64):
     """One eta=1 step from level i to i-1 equals the DDPM posterior mean + sqrt(beta_tilde) noise."""
     pur = fp.DiffPure(t_star=3, steps=3, model=model64)
     x = torch.rand(2, 1, 16, 16, dtype=torch.float64) * 2 - 1
-    b = fp.linear_betas()
+    b = _linear_betas()
     i = 2
     a_i, a_j = model64.alpha_bar(i), model64.alpha_bar(i - 1)
     g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
@@ -79,10 +84,10 @@ def test_ddpm_step_with_consecutive_levels_is_the_ddpm_posterior(model64):
 
 
 def test_step_sequence_is_the_released_schedule():
-    assert fp.step_sequence(20, 5) == [4, 8, 12, 16, 20]  # code: indices 3, 7, 11, 15, 19
-    assert fp.step_sequence(1000, 100)[:2] == [10, 20]
+    assert _step_sequence(20, 5) == [4, 8, 12, 16, 20]  # code: indices 3, 7, 11, 15, 19
+    assert _step_sequence(1000, 100)[:2] == [10, 20]
     with pytest.raises(ConfigError, match="divide"):
-        fp.step_sequence(20, 3)
+        _step_sequence(20, 3)
 
 
 def test_training_resumes_exactly_and_weights_round_trip(tmp_path):
@@ -132,10 +137,10 @@ def test_unet_size_and_shipped_weights(model):
     n = sum(p.numel() for p in model.parameters())
     assert 65_000 <= n <= 260_000
     prov = fp.shipped_provenance()
-    path = __import__("pathlib").Path(trustlab.__file__).parent / "data" / "_files" / "freqpure" / fp.SHIPPED_WEIGHTS
+    path = __import__("pathlib").Path(trustlab.__file__).parent / "data" / "_files" / "freqpure" / _SHIPPED_WEIGHTS
     assert path.stat().st_size < 1_000_000 and prov["size_bytes"] == path.stat().st_size
     assert prov["config"]["channels"] == list(model.net.channels) and model.image_shape == (1, 16, 16)
-    assert fp.sinusoidal_embedding(torch.tensor([0, 5]), 8).shape == (2, 8)
+    assert _sinusoidal_embedding(torch.tensor([0, 5]), 8).shape == (2, 8)
 
 
 def test_missing_or_corrupt_shipped_weights_name_the_file_and_the_command(monkeypatch, model):
@@ -144,9 +149,9 @@ def test_missing_or_corrupt_shipped_weights_name_the_file_and_the_command(monkey
     blob, fingerprint = _shipped._shipped_bytes()
     with pytest.raises(AssetNotFoundError, match=r"ddpm16.safetensors.*fingerprint.*trustlab freqpure train-ddpm"):
         fp.ddpm_from_bytes(blob[:-8] + b"\x00" * 8, "trustlab/data/_files/freqpure/ddpm16.safetensors",
-                           expected_fingerprint=fingerprint, rebuild=fp.REBUILD_COMMAND)
+                           expected_fingerprint=fingerprint, rebuild=_REBUILD_COMMAND)
     with pytest.raises(AssetNotFoundError, match=r"corrupt|not a readable.*"):
-        fp.ddpm_from_bytes(b"garbage" * 10, "w.safetensors", rebuild=fp.REBUILD_COMMAND)
+        fp.ddpm_from_bytes(b"garbage" * 10, "w.safetensors", rebuild=_REBUILD_COMMAND)
     import trustlab.data as tdata
 
     def missing(paper, name, rebuild=None):

@@ -265,11 +265,11 @@ _LEVELS = SequenceOf(Interval("real", 0, None))
                noise_levels=[_LEVELS], noise_layers=[SequenceOf(Interval(int, 0, None)), None],
                weight_noise=[Interval(float, 0, None)], n_draws=[Interval(int, 1, None)],
                inference=[SequenceOf(Options(("sample", "mean")))], batch_size=[Interval(int, 1, None)],
-               random_state=[Interval(int, 0, None)])
+               random_state=["random_state"])
 def robustness_report(
     model: Any, intervention: Any, clean: Any, tokenizer: Any = None, *, shifts: dict[str, Any] | None = None,
     noise_levels: Any = (0.0, 0.1, 0.2, 0.4), noise_layers: Any = None, weight_noise: float = 0.05,
-    n_draws: int = 5, inference: Any = ("sample", "mean"), batch_size: int = 32, random_state: int = 0,
+    n_draws: int = 5, inference: Any = ("sample", "mean"), batch_size: int = 32, random_state: Any = 0,
     evaluator: InterventionEvaluator | None = None,
 ) -> RobustnessReport:
     """The robustness protocol in one call: accuracy per activation-noise level (at the intervened block's
@@ -277,8 +277,10 @@ def robustness_report(
     with the normalised AUC per noise site. D-ReFT is reported under each ``inference`` mode (``sample``
     with ``n_draws`` seeded draws); LoReFT and ``intervention=None`` (the base model) are deterministic.
     """
+    from trustlab.core.seeding import as_seed
     from trustlab.llm import dims
 
+    random_state = as_seed(random_state)  # one int seeds every draw (int, Generator or None, as everywhere)
     ev = evaluator or InterventionEvaluator(model, tokenizer, batch_size=batch_size)
     task = _as_task(clean)
     n_layers = dims(ev.model).n_layers
