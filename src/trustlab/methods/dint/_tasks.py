@@ -9,7 +9,6 @@ colder, faster, can fly, or has a given colour, from a small lexicon in this fil
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,24 +177,19 @@ def load_task_jsonl(path: str | os.PathLike[str]) -> TaskData:
     """Read a user's task: one JSON object a line with ``prompt`` and ``answer`` (and optional ``options``,
     a list containing the answer, for choice tasks).
     """
+    from trustlab.data import (
+        read_jsonl,  # one JSONL reader: missing file, bad JSON, non-object rows, empty file
+    )
+
     p = Path(path)
-    if not p.is_file():
-        raise InputError(f"The 'path' argument of load_task_jsonl must be an existing file. Got {str(p)!r}.")
     prompts, answers, options = [], [], []
-    for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{p}:{i} is not JSON ({exc}).") from exc
-        if not isinstance(row, dict) or not all(isinstance(row.get(k), str) and row[k] for k in ("prompt", "answer")):
-            raise InputError(f"{p}:{i} needs non-empty string fields 'prompt' and 'answer'. Got {line[:80]!r}.")
+    for i, row in enumerate(read_jsonl(p), 1):
+        if not all(isinstance(row.get(k), str) and row[k] for k in ("prompt", "answer")):
+            raise InputError(f"{p}: row {i} needs non-empty string fields 'prompt' and 'answer'. "
+                             f"Got {str(row)[:80]!r}.")
         prompts.append(row["prompt"])
         answers.append(row["answer"])
         options.append(tuple(row["options"]) if "options" in row else None)
-    if not prompts:
-        raise InputError(f"{p} holds no task rows.")
     if any(o is None for o in options) and not all(o is None for o in options):
         raise InputError(f"{p}: either every row has 'options' or none has.")
     opts = None if options[0] is None else tuple(options)
