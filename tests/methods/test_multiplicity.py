@@ -214,6 +214,10 @@ def test_mc_dropout_changes_outputs_and_restores_the_rates(fitted, table):
     assert [d.p for d in fitted.backbone_.lora_dropouts()] == before
     net = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Dropout(0.2), torch.nn.Linear(8, 2)).eval()
     assert mc_dropout_proba(net, X[:4], n_masks=2, p=None).shape == (2, 4, 2) and not net.training
+    # a Generator seeds the masks (it used to fall back to seed 0 silently)
+    g1, g2 = (mc_dropout_proba(net, X[:4], n_masks=2, random_state=np.random.default_rng(3)) for _ in range(2))
+    np.testing.assert_array_equal(g1, g2)
+    assert not np.array_equal(g1, mc_dropout_proba(net, X[:4], n_masks=2, random_state=0))
     with pytest.raises(InputError, match="no Dropout"):
         mc_dropout_proba(torch.nn.Linear(3, 2), X[:4])
 
@@ -236,6 +240,29 @@ def test_audit_on_sklearn_models_and_report():
     assert "Multiplicity audit" in rep.to_markdown() and '"spearman"' in rep.to_json()
     assert rep.plot() is not None
 
+
+
+def test_audit_random_state_takes_a_generator_like_every_method():
+    """The shared random_state rule: an int, a Generator (one seed drawn per audit) or None."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(90, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=90) > 0).astype(int)
+
+    def run(random_state):
+        audit = MultiplicityAudit(factory=lambda s: RandomForestClassifier(5, max_depth=3, random_state=s),
+                                  n_models=3, bootstrap=True, k=4, sigma=0.2, relative=False, mc_masks=0,
+                                  random_state=random_state)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return audit.audit(X[:60], y[:60], X[60:], y[60:])
+
+    a, b = run(np.random.default_rng(7)), run(np.random.default_rng(7))
+    np.testing.assert_array_equal(a.S, b.S)
+    assert a.summary == b.summary
+    with pytest.raises(ConfigError, match="random_state.*numpy Generator. Got 'seven'"):
+        run("seven")
 
 def test_audit_on_tiny_llm_fine_tunes(backbone, table):
     X, y = table

@@ -25,6 +25,7 @@ from trustlab.core.constraints import Boolean, CallableRule, Interval, Options
 from trustlab.core.exceptions import InputError
 from trustlab.core.executor import Executor
 from trustlab.core.roles import Auditor
+from trustlab.core.seeding import as_seed
 from trustlab.methods.multiplicity._metrics import (
     confidence_score,
     entropy_score,
@@ -58,7 +59,7 @@ def mc_dropout_proba(model: Any, X: Any, n_masks: int = 16, p: float | None = 0.
         raise InputError("mc_dropout_proba: the torch module has no Dropout layers.")
     was, old = model.training, [d.p for d in drops]
     Xt = torch.as_tensor(np.asarray(X, dtype=np.float32))
-    seed = int(random_state) if isinstance(random_state, int) else 0
+    seed = as_seed(random_state)
     try:
         model.eval()
         for d in drops:
@@ -190,8 +191,9 @@ class MultiplicityAudit(Auditor):
     k, sigma, space, relative, sampler, eps : local stability on the reference model (:func:`local_stability`)
     mc_masks : int
         MC-dropout masks (0: skip; skipped too for models without dropout).
-    random_state : int
-        Seeds of the models are ``random_state + j``; also the bootstrap and the neighbours.
+    random_state : int, numpy Generator or None
+        With an int seed ``s``, the models' seeds are ``(s + j) mod 2**32``; it also seeds the bootstrap and the neighbours.
+        A Generator or None gives one fresh int seed per ``audit`` call (:func:`trustlab.core.seeding.as_seed`).
     """
 
     paper = PAPER
@@ -202,7 +204,7 @@ class MultiplicityAudit(Auditor):
         "k": [Interval(int, 2, None)], "sigma": [Interval(float, 0, None, closed="neither")],
         "space": [Options(("cached", "embedding"))], "relative": [Boolean()],
         "sampler": [Options(("sphere", "gaussian"))], "eps": [Interval(float, 0, None, closed="neither")],
-        "mc_masks": [Interval(int, 0, None)], "random_state": [Interval(int, 0, 2**31)],
+        "mc_masks": [Interval(int, 0, None)], "random_state": ["random_state"],
     }
 
     def __init__(self, *, factory: Any = None, n_models: int = 8, bootstrap: bool = False, delta: float = 0.03,
@@ -234,16 +236,16 @@ class MultiplicityAudit(Auditor):
         y = (X[:, 0] + 0.5 * rng.normal(size=90) > 0).astype(int)
         return {"args": (X[:60], y[:60], X[60:], y[60:]), "kwargs": {}}
 
-    def _fit_all(self, X: Any, y: np.ndarray, executor: Executor | None = None) -> tuple[list[Any], list[float]]:
+    def _fit_all(self, X: Any, y: np.ndarray, executor: Executor | None, seed: int) -> tuple[list[Any], list[float]]:
         """The ``n_models`` fits, one task each (in this process, or on ``executor``'s workers)."""
-        rng = np.random.default_rng(self.random_state)
-        items = [(self.random_state + j, rng.integers(0, len(y), len(y)) if self.bootstrap else None)
+        rng = np.random.default_rng(seed)
+        items = [((seed + j) % 2**32, rng.integers(0, len(y), len(y)) if self.bootstrap else None)
                  for j in range(self.n_models)]
         task = functools.partial(_fit_one, self.factory, X, y)
         if executor is None:
             fitted = [task(it) for it in items]
         else:
-            fitted = executor.map(task, items, seed=self.random_state, desc="multiplicity fits")
+            fitted = executor.map(task, items, seed=seed, desc="multiplicity fits")
         return [m for m, _ in fitted], [t for _, t in fitted]
 
     @staticmethod
@@ -272,7 +274,8 @@ class MultiplicityAudit(Auditor):
         if X_val is None:
             X_val, y_val = X, y
         y_val = _labels(y_val, "y_val")
-        models, fit_times = self._fit_all(X, y, executor)
+        seed = as_seed(self.random_state)
+        models, fit_times = self._fit_all(X, y, executor, seed)
         P_val = [self._proba(m, X_val) for m in models]
         C = P_val[0].shape[1]
         scores = [float((p.argmax(1) == y_val).mean()) for p in P_val]
@@ -288,11 +291,11 @@ class MultiplicityAudit(Auditor):
         mm = multiplicity_metrics(P, y_test)
         ref = models[kept[0]]
         st = local_stability(ref, X_test, k=self.k, sigma=float(self.sigma), space=self.space, relative=self.relative,
-                             sampler=self.sampler, eps=float(self.eps), random_state=self.random_state)
+                             sampler=self.sampler, eps=float(self.eps), random_state=seed)
         measures = {"S": st.S, "confidence": confidence_score(P[0]), "entropy": entropy_score(P[0])}
         if self.mc_masks:
             try:
-                mc = mc_dropout_proba(ref, X_test, n_masks=self.mc_masks, random_state=self.random_state)
+                mc = mc_dropout_proba(ref, X_test, n_masks=self.mc_masks, random_state=seed)
                 measures["mc_dropout"] = -mc[:, np.arange(len(y_test)), st.label].std(0)
             except InputError as exc:
                 msgs.append(f"MC dropout skipped: {exc}")
