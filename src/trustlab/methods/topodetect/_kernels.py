@@ -78,15 +78,24 @@ def permutation_null(K: np.ndarray, nx: int, n_null: int, rng: np.random.Generat
 
 def wild_bootstrap_null(K: np.ndarray, n: int, n_null: int, rng: np.random.Generator, ln: float = 0.2
                         ) -> tuple[float, np.ndarray]:
-    """The V-statistic ``mean(H)``, ``H = Kxx + Kyy - Kxy - Kyx`` (equal sizes), and ``n_null`` wild-bootstrap
-    copies ``w^T H w / n^2`` with AR(1) Gaussian multipliers (``ar = exp(-1/ln)``, SAMMD's code)."""
+    """The unbiased statistic ``MMD^2_u = sum_{i != j} H_ij / (n (n - 1))``, ``H = Kxx + Kyy - Kxy - Kyx``
+    (equal sizes; the one-sample-U estimator the power criterion ``J`` is trained on), and ``n_null``
+    wild-bootstrap copies ``sum_{i != j} w_i w_j H_ij / (n (n - 1))`` with AR(1) Gaussian multipliers
+    (``ar = exp(-1/ln)``, SAMMD's process).
+
+    The diagonal ``H_ii`` is left out of both. SAMMD's code bootstraps the V-statistic ``mean(H)``: its diagonal
+    part ``sum_i H_ii / n^2`` is nearly constant in the statistic but enters every bootstrap copy with random
+    weights ``w_i^2``; with a sharp (trained) kernel that noise is larger than the MMD signal, and the test never
+    rejects (type-I and power 0; docs/papers/topodetect.md, "The wild-bootstrap fix")."""
     Kxx, Kyy, Kxy = K[:n, :n], K[n:, n:], K[:n, n:]
     H = Kxx + Kyy - Kxy - Kxy.T
+    np.fill_diagonal(H, 0.0)
     ar = np.exp(-1.0 / ln)
     e = rng.standard_normal((n_null, n))
     w = np.empty_like(e)
     w[:, 0] = e[:, 0]
     for t in range(1, n):
         w[:, t] = ar * w[:, t - 1] + np.sqrt(1 - ar ** 2) * e[:, t]
-    boot = ((w @ H) * w).sum(1) / n ** 2
-    return float(H.mean()), boot
+    den = n * (n - 1)
+    boot = ((w @ H) * w).sum(1) / den
+    return float(H.sum() / den), boot
