@@ -33,6 +33,13 @@ def _lora(model, tok, train, test, steps, train_steps):
     return out
 
 
+def _write(out: dict, path: str | None) -> None:
+    """Write what has been measured so far (each arm as it finishes: a run cut short keeps its numbers)."""
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(out, fh, indent=1)
+
+
 def main() -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=6)
@@ -52,6 +59,7 @@ def main() -> dict:
     ev = InterventionEvaluator(model, tok, batch_size=25)
     if args.train_steps:
         out["zero_shot_accuracy"] = ev.accuracy(test)[0]
+        print("zero-shot accuracy", out["zero_shot_accuracy"], flush=True)
     for name, cls, layer in (("loreft@27", LoReFT, 27), ("dreft@27", DReFT, 27), ("loreft@0", LoReFT, 0),
                              ("dreft@0", DReFT, 0)):
         iv = cls(layer=layer, rank=8, random_state=0)
@@ -63,15 +71,14 @@ def main() -> dict:
             rec["accuracy"] = ev.accuracy(test, iv, inference="mean" if cls is DReFT else None)[0]
         out["arms"][name] = rec
         print(name, rec, flush=True)
+        _write(out, args.out)
     out["arms"]["lora_qv_all_r8"] = _lora(model, tok, train, test, args.steps, args.train_steps)
     a = out["arms"]
     out["ratio_step_layer0_vs_late_loreft"] = a["loreft@0"]["step_s"] / a["loreft@27"]["step_s"]
     out["ratio_step_layer0_vs_late_dreft"] = a["dreft@0"]["step_s"] / a["dreft@27"]["step_s"]
     out["ratio_params_lora_vs_loreft"] = a["lora_qv_all_r8"]["n_params"] / a["loreft@0"]["n_params"]
     print(json.dumps(out, indent=1))
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            json.dump(out, fh, indent=1)
+    _write(out, args.out)
     return out
 
 
