@@ -211,7 +211,7 @@ def _c1(r: Result) -> CheckResult:
     if None in (zs, lo, dr):
         return CheckResult(None, None, "each >= zero-shot + 20 points", detail="layer-0 arms not run")
     gains = (round(100 * (lo - zs), 1), round(100 * (dr - zs), 1))
-    return CheckResult(min(gains) >= 20, gains, ">= 20 each", baseline=round(100 * zs, 1),
+    return CheckResult(min(gains) >= 20, gains, ">= 20 each", baseline=f"zero-shot {100 * zs:.1f} % exact match",
                        unit="points over zero-shot (LoReFT, D-ReFT)",
                        detail=f"exact match: zero-shot {100 * zs:.1f}, LoReFT {100 * lo:.1f}, D-ReFT {100 * dr:.1f}")
 
@@ -223,8 +223,8 @@ def _c2(r: Result) -> CheckResult:
     if None in (lo, s, m):
         return CheckResult(None, None, ">= LoReFT - 2 points", detail="layer-0 arms not run")
     best = max(s, m)
-    return CheckResult(best >= lo - 0.02, round(100 * best, 1), f">= {100 * lo - 2:.1f}", baseline=round(100 * lo, 1),
-                       unit="% exact match (D-ReFT, best of sample/mean)",
+    return CheckResult(best >= lo - 0.02, round(100 * best, 1), f">= {100 * lo - 2:.1f}",
+                       baseline=f"LoReFT {100 * lo:.1f} %", unit="% exact match (D-ReFT: best of sample/mean)",
                        detail=f"D-ReFT sample {100 * s:.1f}, mean {100 * m:.1f}; LoReFT {100 * lo:.1f}")
 
 
