@@ -45,7 +45,7 @@ class Config(ExperimentConfig):
     lora_r: int = 8
     lora_alpha: float = 16.0
     batch_size: int = 8
-    align_steps: int = 40
+    align_steps: int = 30
     align_lr: float = 1e-3
     n_align_benign: int = 40
     n_attack: int = 200
@@ -57,7 +57,7 @@ class Config(ExperimentConfig):
     alphas: tuple[float, ...] = (0.05, 0.1, 0.2)
     alpha: float = 0.1
     n_eval: int = 40
-    n_gen: int = 25
+    n_gen: int = 20
     gen_tokens: int = 16
     n_fa: int = 40
     lisa_align_steps: int = 1
