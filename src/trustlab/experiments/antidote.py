@@ -31,7 +31,7 @@ from trustlab.results.result import Result
 TITLE = "Antidote: one-shot pruning of harmful LoRA weights after harmful fine-tuning (VaultGuard, SmolLM2-135M)"
 EXTRAS: tuple[str, ...] = ("llm",)
 #: claims that PASS in quick mode (measured by running quick mode; see docs/papers/antidote.md)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ()
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("S2",)  # on the random tiny model: pruning moves HS_tf, no meaning beyond the mechanics
 
 KINDS = ("antidote", "random", "magnitude", "benign")
 
