@@ -141,7 +141,16 @@ class LDIFSObjective:
         return StepOutput(loss + self.weight * dist, {"nll": float(loss.detach()), "feature_dist": float(dist.detach())})
 
 
-@validate_args(forward=_FWD, n_options=[Interval(int, 2, None)], batch_size=[Interval(int, 1, None)])
+def _fwd_example() -> dict[str, Any]:
+    from trustlab.llm import PolicyForward, add_lora, tiny_random_llama, tokenize_pairs
+
+    model, tok = tiny_random_llama(n_layers=2)
+    pol = add_lora(model, layers="top1", r=2)
+    return {"forward": PolicyForward(pol, tokenize_pairs(tok, ["Is it good?", "Is it good?"], ["yes", "no"]))}
+
+
+@validate_args(_example=_fwd_example, forward=_FWD, n_options=[Interval(int, 2, None)],
+               batch_size=[Interval(int, 1, None)])
 def choose_options(forward: Any, n_options: int = 2, *, batch_size: int = 16) -> np.ndarray:
     """Index of the option with the highest length-normalised response log-prob, per item.
 
