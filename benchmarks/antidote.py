@@ -112,14 +112,9 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if not a.no_write:
-        doc = DOC.read_text(encoding="utf-8")
-        if START in doc:
-            doc = doc[: doc.index(START)] + text + doc[doc.index(END) + len(END):]
-        else:
-            doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-        from trustlab.results.result import atomic_write
+        from _docsection import write_section
 
-        atomic_write(DOC, lambda tmp: Path(tmp).write_text(doc, encoding="utf-8"))
+        write_section(START, END, text)
 
 
 if __name__ == "__main__":

@@ -114,13 +114,9 @@ def main() -> None:
     text = "\n".join(table) + "\n\n" + setting
     print(text)
     if not args.no_write and DOC.is_file():
-        doc = DOC.read_text()
-        block = f"{START}\n{text}\n{END}"
-        if START in doc:
-            doc = doc[: doc.index(START)] + block + doc[doc.index(END) + len(END):]
-        else:
-            doc = doc.rstrip() + "\n\n## SmolLM2 fresh-process load (issue 31)\n\n" + block + "\n"
-        DOC.write_text(doc)
+        from _docsection import write_section
+
+        write_section(START, END, f"{START}\n{text}\n{END}", heading="## SmolLM2 fresh-process load (issue 31)\n\n")
 
 
 if __name__ == "__main__":

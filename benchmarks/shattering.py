@@ -90,13 +90,10 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        doc = DOC.read_text()
         block = f"{START}\n## Shattering (issue 20)\n\n`python benchmarks/shattering.py` (1 CPU slot).\n\n{table}\n{END}"
-        if START in doc:
-            doc = doc[: doc.index(START)] + block + doc[doc.index(END) + len(END):]
-        else:
-            doc = doc.rstrip("\n") + "\n" + block + "\n"
-        DOC.write_text(doc)
+        from _docsection import write_section
+
+        write_section(START, END, block)
 
 
 if __name__ == "__main__":
