@@ -37,13 +37,15 @@ EDITS = (("deletion", "WordDeletion", 0.3), ("shuffle", "TokenShuffle", 0.3), ("
 class Config(ExperimentConfig):
     model: str = "smollm2-135m-instruct"  # or "tiny" (random 4-block llama, SmolLM2 tokenizer)
     n_keys: int = 8             # attacker's surrogate keys
-    n_train: int = 24           # texts under surrogate keys, for the preference pairs
+    n_train: int = 32           # texts under surrogate keys, for the preference pairs
     n_candidates: int = 4       # paraphrases sampled per training text
     n_eval: int = 16            # texts under the provider key (+ as many unwatermarked, for calibration)
     n_surrogate_eval: int = 8   # held-out prompts under surrogate keys (key transfer)
     n_unigram: int = 8          # texts under a Unigram provider key (watermark transfer)
-    new_tokens: int = 96
-    para_tokens: int = 96
+    new_tokens: int = 96        # provider-key, unwatermarked, surrogate-eval and Unigram texts
+    train_tokens: int = 64      # the attacker's training texts (spec 1.4: 64)
+    cand_tokens: int = 72       # candidate paraphrases of the training texts
+    para_tokens: int = 96       # evaluation paraphrases
     gamma: float = 0.25
     delta: float = 2.0
     fpr: float = 0.01
@@ -55,7 +57,7 @@ class Config(ExperimentConfig):
     lora_alpha: float = 16.0
     beta: float = 0.1
     lr: float = 5e-4
-    steps: int = 20
+    steps: int = 12
     batch_size: int = 8
     ratios: tuple[float, ...] = (0.5, 1.0)  # adapter ratios traced on the first seed (0 = the untuned model)
     transfer_seeds: int = 1     # seeds whose paraphraser is also run on the Unigram texts
@@ -70,7 +72,7 @@ class Config(ExperimentConfig):
         model's outputs are unrelated to their source, so the quality gate of the pair rule is off
         (``cos_threshold=-1``): quick mode exercises embed -> detect -> pairs -> DPO -> metrics, not the claim."""
         return cls(model="tiny", n_keys=4, n_train=8, n_candidates=2, cos_threshold=-1.0, n_eval=6, n_surrogate_eval=4, n_unigram=4,
-                   new_tokens=24, para_tokens=24, lora_layers="top2", lora_r=4, steps=4, batch_size=4, lr=5e-3,
+                   new_tokens=24, train_tokens=24, cand_tokens=24, para_tokens=24, lora_layers="top2", lora_r=4, steps=4, batch_size=4, lr=5e-3,
                    ratios=(1.0,), ppl_model=None, use_cache=False, seeds=(0,))
 
     def validate(self) -> None:
@@ -78,7 +80,7 @@ class Config(ExperimentConfig):
         from trustlab.core.constraints import Interval, validate_value
 
         for name in ("n_keys", "n_train", "n_candidates", "n_eval", "n_surrogate_eval", "n_unigram", "new_tokens",
-                     "para_tokens", "lora_r", "steps", "batch_size", "gen_batch"):
+                     "train_tokens", "cand_tokens", "para_tokens", "lora_r", "steps", "batch_size", "gen_batch"):
             validate_value("wmattack.Config", name, getattr(self, name), [Interval(int, 1, None)])
         validate_value("wmattack.Config", "transfer_seeds", self.transfer_seeds, [Interval(int, 0, None)])
         for name in ("fpr", "gamma"):
@@ -109,22 +111,22 @@ def _texts(cfg: Config, st: dict[str, Any]) -> None:
     st["train_prompts"], st["eval_prompts"] = prompts[: cfg.n_train], prompts[cfg.n_train:]
     base = [cfg.model, cfg.new_tokens, cfg.gamma, cfg.delta]
 
-    def gen(name: str, ps: list[str], wms: list[Any]) -> list[str]:
+    def gen(name: str, ps: list[str], wms: list[Any], n_new: int = cfg.new_tokens) -> list[str]:
         def compute() -> list[str]:
             out = [""] * len(ps)
             for wm in {id(w): w for w in wms}.values():  # one batch per key
                 rows = [i for i, w in enumerate(wms) if w is wm]
-                got = W.generate_watermarked(m, tok, [ps[i] for i in rows], wm, max_new_tokens=cfg.new_tokens,
+                got = W.generate_watermarked(m, tok, [ps[i] for i in rows], wm, max_new_tokens=n_new,
                                              batch_size=cfg.gen_batch)
                 for i, t in zip(rows, got, strict=True):
                     out[i] = t
             return out
 
         ids = ["none" if w is None else f"{w.name}:{w.key_id}" for w in wms]
-        return cache.get(f"texts-{name}", [*base, ps, ids], compute)
+        return cache.get(f"texts-{name}", [*base, n_new, ps, ids], compute)
 
     sk = st["surrogate_wm"]
-    st["train"] = gen("train", st["train_prompts"], [sk[i % len(sk)] for i in range(cfg.n_train)])
+    st["train"] = gen("train", st["train_prompts"], [sk[i % len(sk)] for i in range(cfg.n_train)], cfg.train_tokens)
     st["eval"] = gen("eval", st["eval_prompts"], [st["provider"]] * cfg.n_eval)
     st["null"] = gen("null", st["eval_prompts"], [None] * cfg.n_eval)
     sp = st["eval_prompts"][: cfg.n_surrogate_eval]
@@ -188,10 +190,10 @@ def _pairs(cfg: Config, st: dict[str, Any], res: Result) -> Any:
 
     def compute() -> list[list[str]]:
         reps = [t for t in st["train"] for _ in range(cfg.n_candidates)]
-        outs = base.generate(reps, cfg.para_tokens).outputs
+        outs = base.generate(reps, cfg.cand_tokens).outputs
         return [outs[i * cfg.n_candidates:(i + 1) * cfg.n_candidates] for i in range(cfg.n_train)]
 
-    cands = st["cache"].get("candidates", [cfg.model, cfg.para_tokens, cfg.cand_temperature, cfg.n_candidates,
+    cands = st["cache"].get("candidates", [cfg.model, cfg.cand_tokens, cfg.cand_temperature, cfg.n_candidates,
                                            cfg.seeds[0], st["train"]], compute)
     det, qual = [], []
     for i, row in enumerate(cands):
@@ -252,11 +254,11 @@ def _baselines(cfg: Config, st: dict[str, Any], res: Result) -> None:
     for name, cls, ratio in EDITS:
         att = getattr(W, cls)(ratio=ratio, random_state=cfg.seeds[0])
         _record(cfg, res, name, "eval", cfg.seeds[0], _attack_eval(cfg, st, att, st["eval"], pv, ratio, True))
-    sets = ("eval", "unigram")
-    for seed in cfg.seeds:  # the untuned paraphraser, the same sampling seeds as the tuned one
-        key = [cfg.model, cfg.para_tokens, cfg.eval_temperature, seed, st["eval"], st["surr_eval"],
-               st["unigram_texts"]]
-        evs = st["cache"].get("base-paraphraser", key, lambda s=seed: _paraphraser_sets(cfg, st, 0.0, s, sets))
+    for k, seed in enumerate(cfg.seeds):  # the untuned paraphraser, the same sampling seeds as the tuned one
+        sets = ("eval", "unigram") if k < cfg.transfer_seeds else ("eval",)
+        key = [cfg.model, cfg.para_tokens, cfg.eval_temperature, seed, st["eval"], st["unigram_texts"], sets]
+        evs = st["cache"].get("base-paraphraser", key,
+                              lambda s=seed, z=sets: _paraphraser_sets(cfg, st, 0.0, s, z))
         for s, ev in evs.items():
             _record(cfg, res, "paraphrase_base", s, seed, ev)
 
@@ -393,7 +395,7 @@ def _c4(r: Result) -> CheckResult:
 
 def _sizes(c: dict[str, Any]) -> str:
     return (f"{c['model']}, {c['n_eval']} eval texts of {c['new_tokens']} new tokens, {c['n_train']} training texts "
-            f"x {c['n_candidates']} paraphrases under {c['n_keys']} surrogate keys, LoRA r={c['lora_r']} on "
+            f"of {c['train_tokens']} tokens x {c['n_candidates']} paraphrases under {c['n_keys']} surrogate keys, LoRA r={c['lora_r']} on "
             f"{c['lora_layers']}, {c['steps']} DPO steps x {c['batch_size']} pairs, {len(c['seeds'])} seed(s); "
             "paper: Llama-3.1-8B provider, 296 prompts, Qwen2.5/Llama-3.2-3B paraphrasers, 32 keys")
 
@@ -416,8 +418,8 @@ CLAIMS = [
     Claim("C3c", "Fallback (spec): held-out DPO preference accuracy >= 0.6 and positive mean reward margin", _c3c,
           secondary=True, scale_note="pairs split 80/20 by source text (the fork's split seed 42)"),
     Claim("C4", "Transfer: trained against KGW, the paraphraser's Unigram evasion >= the untuned paraphraser's",
-          _c4, scale_note=lambda c: f"{c['n_unigram']} Unigram texts, {c['transfer_seeds']} seed(s) of the tuned "
-          "paraphraser vs the untuned one's seeds"),
+          _c4, scale_note=lambda c: f"{c['n_unigram']} Unigram texts, the first {c['transfer_seeds']} seed(s) of "
+          "both paraphrasers"),
 ]
 
 

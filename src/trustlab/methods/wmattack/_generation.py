@@ -23,7 +23,8 @@ PARAPHRASE_SYSTEM = ("You are an expert copy-editor. Please rewrite the followin
                      "Output only the rewritten text.")
 
 _NOUNS = ("lighthouse keeper", "robot", "baker", "dragon", "lost dog", "violinist", "gardener", "pirate", "clockmaker",
-          "astronaut", "detective", "fisherman", "librarian", "painter", "fox", "train driver")
+          "astronaut", "detective", "fisherman", "librarian", "painter", "fox", "train driver", "beekeeper",
+          "mountain guide", "street musician", "young chess player", "ghost", "shy giant", "time traveller", "nurse")
 _TITLES = ("The Old Man and the Sea", "Pride and Prejudice", "Moby-Dick", "Treasure Island", "Frankenstein",
            "The Hobbit", "Little Women", "Dracula", "Jane Eyre", "The Time Machine", "Robinson Crusoe", "Emma")
 _PEOPLE = (("a famous chef", "Paris"), ("the mayor", "Tokyo"), ("a young inventor", "Nairobi"),
@@ -34,7 +35,7 @@ _PEOPLE = (("a famous chef", "Paris"), ("the mayor", "Tokyo"), ("a young invento
 @validate_args(n=[Interval(int, 1, None)], random_state=["random_state"])
 def text_prompts(n: int, random_state: Any = 0) -> list[str]:
     """``n`` prompts from the shipped templates (stories, book reports, invented news; MarkMyWords-style),
-    shuffled by ``random_state``; cycles through the 44 distinct prompts when ``n`` is larger.
+    shuffled by ``random_state``; cycles through the 52 distinct prompts when ``n`` is larger.
 
     Example
     -------
