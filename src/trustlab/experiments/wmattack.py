@@ -324,11 +324,12 @@ def run(cfg: Config, ctx: RunContext) -> Result:
 
 
 # -- claims --------------------------------------------------------------------------------------------------
-def _mean(r: Result, method: str, dataset: str, metric: str) -> float | None:
+def _mean(r: Result, method: str, dataset: str, metric: str, seed: int | None = None) -> float | None:
     df = r.to_frame()
     if df.empty:
         return None
     sub = df[(df["method"] == method) & (df["dataset"] == dataset) & (df["metric"] == metric)]
+    sub = sub if seed is None else sub[sub["seed"] == seed]
     return None if sub.empty else float(sub["value"].mean())
 
 
@@ -438,11 +439,13 @@ def PLOTS(result: Result) -> dict[str, Any]:
         curve = [(0.0, "paraphrase_base")] + sorted(
             (float(m.split("_r")[-1]), m) for m in set(ev["method"]) if m.startswith("paraphrase_dpo_r"))
         curve += [(1.0, "paraphrase_dpo")] if "paraphrase_dpo" in set(ev["method"]) else []
-        pts = [(_mean(result, m, "eval", "cosine"), _mean(result, m, "eval", "evasion")) for _, m in curve]
-        ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], "-", lw=1, color="gray", label="adapter ratio 0 -> 1")
+        s0 = result.config["seeds"][0]
+        pts = [(_mean(result, m, "eval", "cosine", s0), _mean(result, m, "eval", "evasion", s0)) for _, m in curve]
+        ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], "-", lw=1, color="gray",
+                label=f"adapter ratio 0 -> 1 (seed {s0})")
         ax.axvline(result.config.get("cos_threshold", 0.75), ls=":", color="gray", lw=0.8)
         ax.legend(fontsize=7)
     ax.set_xlabel("mean MiniLM cosine to the watermarked source")
     ax.set_ylabel("evasion at 1 % FPR (%)")
-    ax.set_title("KGW, provider key: evasion vs quality per attack", fontsize=9)
+    ax.set_title("KGW, provider key: evasion vs quality per attack (points: mean over seeds)", fontsize=9)
     return {"evasion_vs_quality": fig}
