@@ -337,9 +337,10 @@ class Unigram(_ZTestWatermark):
         super().__init__(tokenizer, key, gamma=gamma, delta=delta, min_tokens=min_tokens, alpha=alpha)
         self.mask = self._perm_mask(self.key.reveal())
         self._np_mask = self.mask.numpy()
+        self._bias = self.delta * self.mask.to(torch.float32)  # one bias row, added in place of a masked add
 
     def _process(self, input_ids: Any, scores: Any) -> Any:
-        return scores + self.delta * self.mask.to(scores.dtype)
+        return scores + self._bias.to(scores.dtype)
 
     def _score(self, ids: list[int]) -> tuple[float, float, int]:
         z, p = _z(float(self._np_mask[np.asarray(ids)].sum()), len(ids), self.gamma)
