@@ -20,10 +20,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import InstanceOf, Interval
 from trustlab.core.exceptions import InputError
 from trustlab.core.roles import Attack, AttackResult
-from trustlab.llm.rules import LanguageModel, Tokenizer
+from trustlab.llm.rules import LanguageModel, Tokenizer, TorchModule
 from trustlab.methods.wmattack._generation import PARAPHRASE_SYSTEM, clean_paraphrase, paraphrase_messages
 from trustlab.methods.wmattack._paper import PAPER
 from trustlab.methods.wmattack._watermarks import Watermark
@@ -166,6 +167,7 @@ class SynonymSwap(_EditAttack):
         return new, len(pick)
 
 
+@validate_args(model=[TorchModule()], ratio=[Interval(float, 0, 1)])
 @contextlib.contextmanager
 def adapter_ratio(model: Any, ratio: float) -> Iterator[Any]:
     """Scale every LoRA update of a peft ``model`` by ``ratio`` inside the block (W = W_base + ratio * dW,
