@@ -28,7 +28,7 @@ from trustlab.results.result import Result
 TITLE = "Adaptive attacks on LLM watermarks: a DPO-tuned paraphraser vs KGW on SmolLM2-135M"
 EXTRAS: tuple[str, ...] = ("llm",)
 #: claims that PASS in quick mode (measured by running quick mode; see docs/papers/wmattack.md)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("C1", "C3b", "C3c", "C4")
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("C1", "C3b", "C3c")
 
 EDITS = (("deletion", "WordDeletion", 0.3), ("shuffle", "TokenShuffle", 0.3), ("synonym", "SynonymSwap", 0.5))
 
