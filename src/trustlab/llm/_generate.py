@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Boolean, InstanceOf
+from trustlab.core.constraints import Boolean, CallableRule, InstanceOf
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
 from trustlab.llm._batching import _pad_id, _tokenizer_of, encode_texts, pad_batch
@@ -21,7 +21,7 @@ __all__ = ["generate"]
 
 @validate_args(model=[LanguageModel()], tokenizer=[Tokenizer()], prompts=[InstanceOf(str), TEXTS],
                max_new_tokens=[POSITIVE_INT], chat=[Boolean()], system=[InstanceOf(str), None], batch_size=[POSITIVE_INT],
-               random_state=["random_state"])
+               random_state=["random_state"], logits_processor=[CallableRule(), None])
 def generate(
     model: Any,
     tokenizer: Any,
@@ -36,11 +36,14 @@ def generate(
     top_p: float = 1.0,
     top_k: int | None = None,
     random_state: Any = None,
+    logits_processor: Any = None,
 ) -> list[str]:
     """Greedy (default) or sampled continuations of ``prompts`` (through the chat template by default), batched.
 
     With ``do_sample=True`` tokens are drawn at ``temperature`` (nucleus ``top_p``, optional ``top_k``);
     the draws are seeded from ``random_state`` and leave the global RNG states unchanged.
+    ``logits_processor``: optional zero-argument callable returning a list of transformers logits
+    processors, called once per batch (fresh state per batch, e.g. a watermark's embedding processor).
 
     Example
     -------
@@ -92,7 +95,13 @@ def generate(
                 max_new_tokens=max_new_tokens,
                 pad_token_id=pad,
                 eos_token_id=eos,
+                **({"logits_processor": _tf_list(logits_processor())} if logits_processor is not None else {}),
                 **sampling,
             )
             results += tok.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
     return results
+
+
+def _tf_list(procs: Any) -> Any:
+    tf = require("transformers", purpose="trustlab.llm generation")
+    return procs if isinstance(procs, tf.LogitsProcessorList) else tf.LogitsProcessorList(list(procs or []))

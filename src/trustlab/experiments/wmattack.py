@@ -1,0 +1,451 @@
+"""Experiment ``wmattack``: an adaptive (DPO-tuned) paraphraser against KGW on SmolLM2-135M, vs the untuned
+paraphraser and non-LLM edits; key transfer and transfer to Unigram.
+
+Claims (issue 27, spec 1.5), pre-registered before the first default-mode run:
+(C1) detection sanity: KGW (gamma 0.25, delta 2) on the generator detects >= 80 % of the provider-key texts
+at z > 4, flags none of the unwatermarked texts at z > 4, and |mean z| < 1 under a wrong key;
+(C2) preference data: >= 20 pairs, and every chosen text is undetected under its surrogate key (re-checked);
+(C3a) the attack: the DPO paraphraser's joint success P(evade at 1 % FPR and MiniLM cosine >= 0.75) >= the
+untuned paraphraser's + 10 points (mean over the seeds); (C3b) key transfer: its evasion against the unseen
+provider key >= its evasion against the surrogate keys - 15 points; (C3c, secondary, the spec's fallback):
+held-out DPO preference accuracy >= 0.6 and a positive mean reward margin; (C4) transfer: trained against
+KGW, its Unigram evasion >= the untuned paraphraser's. Every stage is cached by content hash (a rerun resumes).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.methods.wmattack import PAPER as PAPER
+from trustlab.results.result import Result
+
+TITLE = "Adaptive attacks on LLM watermarks: a DPO-tuned paraphraser vs KGW on SmolLM2-135M"
+EXTRAS: tuple[str, ...] = ("llm",)
+#: claims that PASS in quick mode (measured by running quick mode; see docs/papers/wmattack.md)
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("C1", "C3b", "C3c")
+
+EDITS = (("deletion", "WordDeletion", 0.3), ("shuffle", "TokenShuffle", 0.3), ("synonym", "SynonymSwap", 0.5))
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    model: str = "smollm2-135m-instruct"  # or "tiny" (random 4-block llama, SmolLM2 tokenizer)
+    n_keys: int = 8             # attacker's surrogate keys
+    n_train: int = 32           # texts under surrogate keys, for the preference pairs
+    n_candidates: int = 4       # paraphrases sampled per training text
+    n_eval: int = 16            # texts under the provider key (+ as many unwatermarked, for calibration)
+    n_surrogate_eval: int = 8   # held-out prompts under surrogate keys (key transfer)
+    n_unigram: int = 8          # texts under a Unigram provider key (watermark transfer)
+    new_tokens: int = 96        # provider-key, unwatermarked, surrogate-eval and Unigram texts
+    train_tokens: int = 64      # the attacker's training texts (spec 1.4: 64)
+    cand_tokens: int = 72       # candidate paraphrases of the training texts
+    para_tokens: int = 96       # evaluation paraphrases
+    gamma: float = 0.25
+    delta: float = 2.0
+    fpr: float = 0.01
+    cos_threshold: float = 0.75
+    cand_temperature: float = 1.0
+    eval_temperature: float = 0.7
+    lora_layers: str = "top4"
+    lora_r: int = 8
+    lora_alpha: float = 16.0
+    beta: float = 0.1
+    lr: float = 5e-4
+    steps: int = 12
+    batch_size: int = 8
+    ratios: tuple[float, ...] = (0.5, 1.0)  # adapter ratios traced on the first seed (0 = the untuned model)
+    transfer_seeds: int = 1     # seeds whose paraphraser is also run on the Unigram texts
+    ppl_model: str | None = "gemma3-270m"
+    gen_batch: int = 16
+    use_cache: bool = True
+    seeds: tuple[int, ...] = (0, 1, 2)
+
+    @classmethod
+    def quick(cls) -> Config:
+        """Mechanics only: a random tiny model, 8 training texts x 2 paraphrases, 24 tokens, one seed. A random
+        model's outputs are unrelated to their source, so the quality gate of the pair rule is off
+        (``cos_threshold=-1``): quick mode exercises embed -> detect -> pairs -> DPO -> metrics, not the claim."""
+        return cls(model="tiny", n_keys=4, n_train=8, n_candidates=2, cos_threshold=-1.0, n_eval=6, n_surrogate_eval=4, n_unigram=4,
+                   new_tokens=24, train_tokens=24, cand_tokens=24, para_tokens=24, lora_layers="top2", lora_r=4, steps=4, batch_size=4, lr=5e-3,
+                   ratios=(1.0,), ppl_model=None, use_cache=False, seeds=(0,))
+
+    def validate(self) -> None:
+        super().validate()
+        from trustlab.core.constraints import Interval, validate_value
+
+        for name in ("n_keys", "n_train", "n_candidates", "n_eval", "n_surrogate_eval", "n_unigram", "new_tokens",
+                     "train_tokens", "cand_tokens", "para_tokens", "lora_r", "steps", "batch_size", "gen_batch"):
+            validate_value("wmattack.Config", name, getattr(self, name), [Interval(int, 1, None)])
+        validate_value("wmattack.Config", "transfer_seeds", self.transfer_seeds, [Interval(int, 0, None)])
+        for name in ("fpr", "gamma"):
+            validate_value("wmattack.Config", name, getattr(self, name), [Interval(float, 0, 1, closed="neither")])
+
+
+# -- setup: models, keys, texts ------------------------------------------------------------------------------
+def _load(cfg: Config) -> tuple[Any, Any]:
+    from trustlab.llm import load_model, tiny_random_llama
+
+    if cfg.model == "tiny":
+        return tiny_random_llama(n_layers=4, n_ctx=1024)
+    return load_model(cfg.model)
+
+
+def _oracle(cfg: Config) -> Any:
+    from trustlab.methods.wmattack import load_quality_oracle
+
+    return load_quality_oracle(cfg.ppl_model)
+
+
+def _texts(cfg: Config, st: dict[str, Any]) -> None:
+    """Generate (or read from the cache) every watermarked / unwatermarked text of the run."""
+    from trustlab.methods import wmattack as W
+
+    m, tok, cache = st["model"], st["tok"], st["cache"]
+    prompts = W.text_prompts(cfg.n_train + cfg.n_eval, random_state=cfg.seeds[0])
+    st["train_prompts"], st["eval_prompts"] = prompts[: cfg.n_train], prompts[cfg.n_train:]
+    base = [cfg.model, cfg.new_tokens, cfg.gamma, cfg.delta]
+
+    def gen(name: str, ps: list[str], wms: list[Any], n_new: int = cfg.new_tokens) -> list[str]:
+        def compute() -> list[str]:
+            out = [""] * len(ps)
+            for wm in {id(w): w for w in wms}.values():  # one batch per key
+                rows = [i for i, w in enumerate(wms) if w is wm]
+                got = W.generate_watermarked(m, tok, [ps[i] for i in rows], wm, max_new_tokens=n_new,
+                                             batch_size=cfg.gen_batch)
+                for i, t in zip(rows, got, strict=True):
+                    out[i] = t
+            return out
+
+        ids = ["none" if w is None else f"{w.name}:{w.key_id}" for w in wms]
+        return cache.get(f"texts-{name}", [*base, n_new, ps, ids], compute)
+
+    sk = st["surrogate_wm"]
+    st["train"] = gen("train", st["train_prompts"], [sk[i % len(sk)] for i in range(cfg.n_train)], cfg.train_tokens)
+    st["eval"] = gen("eval", st["eval_prompts"], [st["provider"]] * cfg.n_eval)
+    st["null"] = gen("null", st["eval_prompts"], [None] * cfg.n_eval)
+    sp = st["eval_prompts"][: cfg.n_surrogate_eval]
+    st["surr_eval_wm"] = [sk[i % len(sk)] for i in range(len(sp))]
+    st["surr_eval"] = gen("surrogate-eval", sp, st["surr_eval_wm"])
+    st["unigram_texts"] = gen("unigram", st["eval_prompts"][: cfg.n_unigram], [st["unigram"]] * min(cfg.n_unigram,
+                                                                                                      cfg.n_eval))
+
+
+def _setup(cfg: Config, ctx: RunContext) -> dict[str, Any]:
+    from trustlab.llm import cache_root
+    from trustlab.methods import wmattack as W
+
+    with ctx.untimed("load the generator, MiniLM and the perplexity model"):
+        model, tok = _load(cfg)
+        oracle = _oracle(cfg)
+    model.eval()
+    keys = W.make_keys(cfg.n_keys + 3, random_state=10_000 + cfg.seeds[0])
+    provider, wrong, uni_key, surrogate = keys[0], keys[1], keys[2], keys[3:]
+    kw = {"gamma": cfg.gamma, "delta": cfg.delta}
+    st: dict[str, Any] = {
+        "model": model, "tok": tok, "oracle": oracle,
+        "cache": W.StageCache(cache_root() if cfg.use_cache else None),
+        "provider": W.KGW(tok, provider, **kw), "wrong": W.KGW(tok, wrong, **kw), "unigram": W.Unigram(tok, uni_key, **kw),
+        "surrogate_wm": [W.KGW(tok, k, **kw) for k in surrogate]}
+    _texts(cfg, st)
+    return st
+
+
+# -- stages --------------------------------------------------------------------------------------------------
+def _sanity(cfg: Config, st: dict[str, Any], res: Result) -> None:
+    """C1 at the default z > 4 rule, then calibrate every watermark to the 1 % FPR threshold."""
+    pv, wr = st["provider"], st["wrong"]
+    d_eval, d_null = pv.detect(st["eval"], on_short="abstain"), pv.detect(st["null"], on_short="abstain")
+    d_wrong = wr.detect(st["eval"], on_short="abstain")
+    res.summary["sanity"] = {"tpr_z4": float(d_eval.decisions.mean()), "fp_z4": int(d_null.decisions.sum()),
+                             "n_eval": len(st["eval"]), "n_null": len(st["null"]),
+                             "mean_z_wrong_key": float(np.nanmean(d_wrong.scores)),
+                             "mean_z_eval": float(np.nanmean(d_eval.scores)),
+                             "mean_z_null": float(np.nanmean(d_null.scores)),
+                             "mean_tokens_eval": float(np.mean(d_eval.n_scored))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cals = {}
+        for name, wm in [("provider", pv), ("unigram", st["unigram"])] + [
+                (f"surrogate{i}", w) for i, w in enumerate(st["surrogate_wm"])]:
+            cals[name] = wm.calibrate(st["null"], fpr=cfg.fpr)
+    c = cals["provider"]
+    res.summary["calibration"] = {"method": c.method, "alpha": c.alpha, "n_null": c.n_null,
+                                  "null_fpr_provider": c.observed_fpr, "null_fpr_unigram": cals["unigram"].observed_fpr}
+
+
+def _pairs(cfg: Config, st: dict[str, Any], res: Result) -> Any:
+    """Sample candidates from the untuned paraphraser, label them under each text's surrogate key, curate."""
+    from trustlab.methods import wmattack as W
+
+    sk = st["surrogate_wm"]
+    wms = [sk[i % len(sk)] for i in range(cfg.n_train)]
+    base = W.ParaphraseAttack(model=st["model"], tokenizer=st["tok"], temperature=cfg.cand_temperature,
+                              batch_size=cfg.gen_batch, random_state=cfg.seeds[0])
+
+    def compute() -> list[list[str]]:
+        reps = [t for t in st["train"] for _ in range(cfg.n_candidates)]
+        outs = base.generate(reps, cfg.cand_tokens).outputs
+        return [outs[i * cfg.n_candidates:(i + 1) * cfg.n_candidates] for i in range(cfg.n_train)]
+
+    cands = st["cache"].get("candidates", [cfg.model, cfg.cand_tokens, cfg.cand_temperature, cfg.n_candidates,
+                                           cfg.seeds[0], st["train"]], compute)
+    det, qual = [], []
+    for i, row in enumerate(cands):
+        d = wms[i].detect(row, on_short="abstain")
+        det.append([bool(x) if ok else None for x, ok in zip(d.decisions, d.decided, strict=True)])
+        qual.append(st["oracle"].cosine([st["train"][i]] * len(row), row).tolist())
+    src_det = [bool(wms[i].detect([t], on_short="abstain").decisions[0]) for i, t in enumerate(st["train"])]
+    pairs = W.build_preference_pairs(st["train"], cands, det, qual, quality_threshold=cfg.cos_threshold,
+                                     source_detected=src_det, random_state=cfg.seeds[0])
+    chosen_src = [int(s) for s in pairs.source]
+    rechk = [bool(wms[s].detect([c], on_short="abstain").decisions[0]) for s, c in zip(chosen_src, pairs.chosen,
+                                                                                         strict=True)]
+    flat_d = [x for r in det for x in r]
+    res.summary["pairs"] = {**pairs.counts, "chosen_detected": int(sum(rechk)), "candidates": len(flat_d),
+                            "cand_detected": int(sum(x is True for x in flat_d)),
+                            "cand_undecided": int(sum(x is None for x in flat_d)),
+                            "cand_mean_cos": float(np.mean([q for r in qual for q in r])),
+                            "cand_cos_ok": float(np.mean([q >= cfg.cos_threshold for r in qual for q in r]))}
+    return pairs
+
+
+def _attack_eval(cfg: Config, st: dict[str, Any], attack: Any, texts: list[str], wms: list[Any], budget: float,
+                 ppl: bool) -> dict[str, Any]:
+    out = attack.generate(list(texts), budget).outputs
+    flagged = np.array([bool(w.detect([o], on_short="abstain").decisions[0]) for w, o in zip(wms, out, strict=True)])
+    q = st["oracle"].score(texts, out, perplexity=ppl)
+    return {"outputs": out, "flagged": flagged.tolist(), "cos": q.cosine.tolist(), "ppl": q.perplexity.tolist()}
+
+
+def _record(cfg: Config, res: Result, method: str, dataset: str, seed: int, ev: dict[str, Any]) -> None:
+    f, c = np.asarray(ev["flagged"], dtype=bool), np.asarray(ev["cos"], dtype=float)
+    rows = {"evasion": 1 - f.mean(), "cosine": c.mean(), "joint": np.mean(~f & (c >= cfg.cos_threshold)),
+            "perplexity": np.nanmean(ev["ppl"]) if np.isfinite(ev["ppl"]).any() else np.nan}
+    for metric, v in rows.items():
+        res.add(method=method, dataset=dataset, seed=seed, metric=metric, value=float(v))
+
+
+def _paraphraser_sets(cfg: Config, st: dict[str, Any], ratio: float, seed: int, sets: tuple[str, ...]
+                      ) -> dict[str, Any]:
+    from trustlab.methods import wmattack as W
+
+    att = W.ParaphraseAttack(model=st["policy"] if ratio > 0 else st["model"], tokenizer=st["tok"],
+                             temperature=cfg.eval_temperature, adapter_ratio=float(ratio) if ratio > 0 else 1.0,
+                             batch_size=cfg.gen_batch, random_state=1000 + seed)
+    data = {"eval": (st["eval"], [st["provider"]] * len(st["eval"])),
+            "surrogate": (st["surr_eval"], st["surr_eval_wm"]),
+            "unigram": (st["unigram_texts"], [st["unigram"]] * len(st["unigram_texts"]))}
+    return {s: _attack_eval(cfg, st, att, *data[s], cfg.para_tokens, ppl=s == "eval") for s in sets}
+
+
+def _baselines(cfg: Config, st: dict[str, Any], res: Result) -> None:
+    from trustlab.methods import wmattack as W
+
+    pv = [st["provider"]] * len(st["eval"])
+    none = {"flagged": st["provider"].detect(st["eval"], on_short="abstain").decisions.tolist(),
+            "cos": [1.0] * len(st["eval"]), "ppl": st["oracle"].perplexity(st["eval"]).tolist()}
+    _record(cfg, res, "none", "eval", cfg.seeds[0], none)
+    for name, cls, ratio in EDITS:
+        att = getattr(W, cls)(ratio=ratio, random_state=cfg.seeds[0])
+        _record(cfg, res, name, "eval", cfg.seeds[0], _attack_eval(cfg, st, att, st["eval"], pv, ratio, True))
+    for k, seed in enumerate(cfg.seeds):  # the untuned paraphraser, the same sampling seeds as the tuned one
+        sets = ("eval", "unigram") if k < cfg.transfer_seeds else ("eval",)
+        key = [cfg.model, cfg.para_tokens, cfg.eval_temperature, seed, st["eval"], st["unigram_texts"], sets]
+        evs = st["cache"].get("base-paraphraser", key,
+                              lambda s=seed, z=sets: _paraphraser_sets(cfg, st, 0.0, s, z))
+        for s, ev in evs.items():
+            _record(cfg, res, "paraphrase_base", s, seed, ev)
+
+
+def _dpo(cfg: Config, st: dict[str, Any], res: Result, pairs: Any, ctx: RunContext) -> None:
+    from trustlab.methods import wmattack as W
+
+    prev = None
+    for k, seed in enumerate(cfg.seeds):
+        sets = ("eval", "surrogate") + (("unigram",) if k < cfg.transfer_seeds else ())
+        key = [cfg.to_dict(), pairs.prompts, pairs.chosen, pairs.rejected, seed, st["eval"], st["surr_eval"],
+               st["unigram_texts"], sets]
+
+        def compute(seed: int = seed, sets: tuple[str, ...] = sets, first: bool = k == 0) -> dict[str, Any]:
+            nonlocal prev
+            t0 = time.perf_counter()
+            tp = W.train_paraphraser(st.get("policy", st["model"]), st["tok"], pairs, layers=cfg.lora_layers,
+                                     r=cfg.lora_r, alpha=cfg.lora_alpha, beta=cfg.beta, lr=cfg.lr, steps=cfg.steps,
+                                     batch_size=cfg.batch_size, random_state=seed, previous=prev)
+            prev, st["policy"] = tp, tp.model
+            out: dict[str, Any] = {"train_s": time.perf_counter() - t0, "held_acc": tp.held_accuracy,
+                                   "held_margin": tp.held_margin, "n_train": tp.n_train, "n_held": tp.n_held,
+                                   "loss_first": float(tp.history.loss[0]), "loss_last": float(tp.history.loss[-1]),
+                                   "step_s": tp.history.median_step_time(min(1, len(tp.history.loss) - 1)),
+                                   "sets": {f"{r}": _paraphraser_sets(cfg, st, r, seed, sets if r == 1.0 else ("eval",))
+                                            for r in (cfg.ratios if first else (1.0,))}}
+            return out
+
+        ev = st["cache"].get("dpo-seed", key, compute)
+        for metric in ("held_acc", "held_margin", "loss_first", "loss_last", "step_s", "train_s"):
+            res.add(method="paraphrase_dpo", dataset="pairs", seed=seed, metric=metric, value=float(ev[metric]))
+        for r, sets_ev in ev["sets"].items():
+            for s, e in sets_ev.items():
+                _record(cfg, res, "paraphrase_dpo" if float(r) == 1.0 else f"paraphrase_dpo_r{r}", s, seed, e)
+        ctx.check_budget(f"DPO seed {seed}")
+
+
+def run(cfg: Config, ctx: RunContext) -> Result:
+    import torch
+
+    from trustlab.core.threads import limit_threads
+
+    with limit_threads(max(1, min(2, torch.get_num_threads()))):
+        res = Result("wmattack", "", cfg.to_dict())
+        t0 = time.perf_counter()
+        st = _setup(cfg, ctx)
+        res.summary["timing_s"] = {"texts": time.perf_counter() - t0}
+        _sanity(cfg, st, res)
+        pairs = _pairs(cfg, st, res)
+        res.summary["timing_s"]["pairs"] = time.perf_counter() - t0
+        ctx.check_budget("preference pairs")
+        _baselines(cfg, st, res)
+        res.summary["timing_s"]["baselines"] = time.perf_counter() - t0
+        if pairs.n_pairs >= 2 and len(set(pairs.source.tolist())) >= 2:
+            _dpo(cfg, st, res, pairs, ctx)
+        else:
+            res.summary["dpo_skipped"] = f"{pairs.n_pairs} pair(s): too few to train"
+        res.summary["quality_oracle"] = st["oracle"].note
+        res.summary["cache_hits"] = list(st["cache"].hits)
+        res.summary["timing_s"]["total"] = time.perf_counter() - t0
+    return res
+
+
+
+# -- claims --------------------------------------------------------------------------------------------------
+def _mean(r: Result, method: str, dataset: str, metric: str, seed: int | None = None) -> float | None:
+    df = r.to_frame()
+    if df.empty:
+        return None
+    sub = df[(df["method"] == method) & (df["dataset"] == dataset) & (df["metric"] == metric)]
+    sub = sub if seed is None else sub[sub["seed"] == seed]
+    return None if sub.empty else float(sub["value"].mean())
+
+
+def _c1(r: Result) -> CheckResult:
+    s = r.summary.get("sanity")
+    if not s:
+        return CheckResult(None, None, "TPR >= 0.8, 0 FP, |mean z| < 1")
+    ok = s["tpr_z4"] >= 0.8 and s["fp_z4"] == 0 and abs(s["mean_z_wrong_key"]) < 1
+    return CheckResult(ok, (round(s["tpr_z4"], 3), s["fp_z4"], round(s["mean_z_wrong_key"], 2)),
+                       "(>= 0.8, 0, |z| < 1)", unit="(TPR at z > 4, false positives at z > 4, mean z wrong key)",
+                       detail=f"{s['n_eval']} provider-key / {s['n_null']} unwatermarked texts, mean "
+                       f"{s['mean_tokens_eval']:.0f} scored tokens; mean z {s['mean_z_eval']:.2f} watermarked, "
+                       f"{s['mean_z_null']:.2f} unwatermarked")
+
+
+def _c2(r: Result) -> CheckResult:
+    p = r.summary.get("pairs")
+    if not p:
+        return CheckResult(None, None, ">= 20 pairs, 0 chosen detected")
+    return CheckResult(p["pairs"] >= 20 and p["chosen_detected"] == 0, (p["pairs"], p["chosen_detected"]),
+                       "(>= 20, 0)", unit="(pairs, chosen texts detected under their surrogate key)",
+                       detail=f"{p['candidates']} candidates: {p['cand_detected']} detected, {p['cand_undecided']} "
+                       f"too short, {100 * p['cand_cos_ok']:.0f} % with cosine >= threshold (mean "
+                       f"{p['cand_mean_cos']:.3f}); sources kept {p['kept_sources']} of {p['sources']} "
+                       f"(not detected {p['source_not_detected']}, no chosen {p['no_chosen']}, rejected = source "
+                       f"{p['rejected_is_source']})")
+
+
+def _c3a(r: Result) -> CheckResult:
+    d, b = _mean(r, "paraphrase_dpo", "eval", "joint"), _mean(r, "paraphrase_base", "eval", "joint")
+    if d is None or b is None:
+        return CheckResult(None, None, ">= base + 10 points", detail=r.summary.get("dpo_skipped", ""))
+    e_d, e_b = _mean(r, "paraphrase_dpo", "eval", "evasion"), _mean(r, "paraphrase_base", "eval", "evasion")
+    c_d, c_b = _mean(r, "paraphrase_dpo", "eval", "cosine"), _mean(r, "paraphrase_base", "eval", "cosine")
+    return CheckResult(d >= b + 0.10, round(100 * d, 1), f">= {100 * b + 10:.1f}", baseline=round(100 * b, 1),
+                       unit="% joint success (mean over seeds)",
+                       detail=f"evasion {100 * e_d:.1f} vs {100 * e_b:.1f} %, cosine {c_d:.3f} vs {c_b:.3f} "
+                       "(DPO vs untuned)")
+
+
+def _c3b(r: Result) -> CheckResult:
+    e, s = _mean(r, "paraphrase_dpo", "eval", "evasion"), _mean(r, "paraphrase_dpo", "surrogate", "evasion")
+    if e is None or s is None:
+        return CheckResult(None, None, ">= surrogate - 15 points")
+    return CheckResult(e >= s - 0.15, round(100 * e, 1), f">= {100 * s - 15:.1f}", baseline=round(100 * s, 1),
+                       unit="% evasion vs the provider key (baseline: vs surrogate keys)")
+
+
+def _c3c(r: Result) -> CheckResult:
+    a, m = _mean(r, "paraphrase_dpo", "pairs", "held_acc"), _mean(r, "paraphrase_dpo", "pairs", "held_margin")
+    if a is None or not np.isfinite(a):
+        return CheckResult(None, None, "acc >= 0.6 and margin > 0")
+    return CheckResult(a >= 0.6 and m > 0, (round(a, 3), round(m, 4)), "(>= 0.6, > 0)",
+                       unit="(held-out preference accuracy, mean reward margin; mean over seeds)")
+
+
+def _c4(r: Result) -> CheckResult:
+    d, b = _mean(r, "paraphrase_dpo", "unigram", "evasion"), _mean(r, "paraphrase_base", "unigram", "evasion")
+    if d is None or b is None:
+        return CheckResult(None, None, ">= untuned paraphraser's")
+    return CheckResult(d >= b, round(100 * d, 1), f">= {100 * b:.1f}", baseline=round(100 * b, 1),
+                       unit="% Unigram evasion at 1 % FPR")
+
+
+def _sizes(c: dict[str, Any]) -> str:
+    return (f"{c['model']}, {c['n_eval']} eval texts of {c['new_tokens']} new tokens, {c['n_train']} training texts "
+            f"of {c['train_tokens']} tokens x {c['n_candidates']} paraphrases under {c['n_keys']} surrogate keys, LoRA r={c['lora_r']} on "
+            f"{c['lora_layers']}, {c['steps']} DPO steps x {c['batch_size']} pairs, {len(c['seeds'])} seed(s); "
+            "paper: Llama-3.1-8B provider, 296 prompts, Qwen2.5/Llama-3.2-3B paraphrasers, 32 keys")
+
+
+CLAIMS = [
+    Claim("C1", "Detection sanity: KGW detects >= 80 % of provider-key texts at z > 4, flags no unwatermarked "
+          "text at z > 4, and |mean z| < 1 under a wrong key", _c1,
+          scale_note=lambda c: f"{c['model']}, {c['n_eval']} texts of {c['new_tokens']} new tokens each side; "
+          f"gamma {c['gamma']}, delta {c['delta']}"),
+    Claim("C2", "Preference data: >= 20 pairs by the paper's rule, every chosen text undetected under its "
+          "surrogate key", _c2,
+          scale_note=lambda c: f"{c['n_train']} texts x {c['n_candidates']} paraphrases (spec: 32 x 4), cosine >= "
+          f"{c['cos_threshold']} in place of the LLM judge's 0.8"),
+    Claim("C3a", "Attack: the DPO paraphraser's joint success P(evade at 1 % FPR and cosine >= 0.75) >= the "
+          "untuned paraphraser's + 10 points (mean over seeds)", _c3a, scale_note=_sizes),
+    Claim("C3b", "Key transfer: DPO evasion against the unseen provider key >= evasion against the surrogate "
+          "keys - 15 points", _c3b,
+          scale_note=lambda c: f"{c['n_eval']} provider-key texts vs {c['n_surrogate_eval']} held-out-prompt "
+          "surrogate-key texts, mean over seeds"),
+    Claim("C3c", "Fallback (spec): held-out DPO preference accuracy >= 0.6 and positive mean reward margin", _c3c,
+          secondary=True, scale_note="pairs split 80/20 by source text (the fork's split seed 42)"),
+    Claim("C4", "Transfer: trained against KGW, the paraphraser's Unigram evasion >= the untuned paraphraser's",
+          _c4, scale_note=lambda c: f"{c['n_unigram']} Unigram texts, the first {c['transfer_seeds']} seed(s) of "
+          "both paraphrasers"),
+]
+
+
+# -- plots ---------------------------------------------------------------------------------------------------
+def PLOTS(result: Result) -> dict[str, Any]:
+    from trustlab.results.plots import new_figure
+
+    df = result.to_frame()
+    fig, ax = new_figure(5.6, 4.0)
+    if not df.empty:
+        ev = df[df["dataset"] == "eval"]
+        for m in dict.fromkeys(ev["method"]):
+            e, c = _mean(result, m, "eval", "evasion"), _mean(result, m, "eval", "cosine")
+            ax.scatter([c], [100 * e], s=32, marker="o" if m.startswith("paraphrase") else "s")
+            ax.annotate(m.replace("paraphrase_", ""), (c, 100 * e), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        curve = [(0.0, "paraphrase_base")] + sorted(
+            (float(m.split("_r")[-1]), m) for m in set(ev["method"]) if m.startswith("paraphrase_dpo_r"))
+        curve += [(1.0, "paraphrase_dpo")] if "paraphrase_dpo" in set(ev["method"]) else []
+        s0 = result.config["seeds"][0]
+        pts = [(_mean(result, m, "eval", "cosine", s0), _mean(result, m, "eval", "evasion", s0)) for _, m in curve]
+        ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], "-", lw=1, color="gray",
+                label=f"adapter ratio 0 -> 1 (seed {s0})")
+        ax.axvline(result.config.get("cos_threshold", 0.75), ls=":", color="gray", lw=0.8)
+        ax.legend(fontsize=7)
+    ax.set_xlabel("mean MiniLM cosine to the watermarked source")
+    ax.set_ylabel("evasion at 1 % FPR (%)")
+    ax.set_title("KGW, provider key: evasion vs quality per attack (points: mean over seeds)", fontsize=9)
+    return {"evasion_vs_quality": fig}
