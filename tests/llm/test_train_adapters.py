@@ -16,6 +16,7 @@ from trustlab.llm import (
     load_adapter,
     merge_adapter,
     reference_policy,
+    reset_lora,
     resolve_layers,
     save_adapter,
     save_merged,
@@ -83,6 +84,38 @@ def test_seeded_initialisation_leaves_global_rng_alone(make_tiny):
     with pytest.raises(ConfigError, match="already has peft adapters"):
         add_lora(a)
 
+
+def _reference_reset(model, seed, order):
+    """The loop the experiments (fpo, antidote, wmattack) each had before reset_lora, for the exact draws."""
+    import math
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in order(model.named_parameters()):
+            if "lora_A" in name:
+                torch.nn.init.kaiming_uniform_(p, a=math.sqrt(5), generator=gen)
+            elif "lora_B" in name:
+                p.zero_()
+
+
+@pytest.mark.parametrize("name_order, order", [(False, list), (True, sorted)])
+def test_reset_lora_gives_a_fresh_adapter_with_the_old_draws(make_tiny, name_order, order):
+    base = make_tiny()
+    with torch.no_grad():
+        want = base(IDS).logits.clone()
+    pm, ref = add_lora(base, layers="top2", random_state=0), add_lora(make_tiny(), layers="top2", random_state=0)
+    _perturb_lora(pm)
+    before = global_rng_state()
+    reset_lora(pm, 7, name_order=name_order)
+    assert same_global_rng_state(before, global_rng_state())
+    _reference_reset(ref, 7, order)
+    got, exp = trainable_parameters(pm), trainable_parameters(ref)
+    assert all(torch.equal(got[k], exp[k]) for k in got)
+    assert any("lora_A" in k and got[k].abs().sum() > 0 for k in got)
+    with torch.no_grad():
+        assert torch.allclose(pm(input_ids=IDS).logits, want, atol=1e-6)  # lora_B = 0: the base model again
+    with pytest.raises(ConfigError, match="needs a model with LoRA adapters"):
+        reset_lora(make_tiny(), 0)
 
 def test_reference_policy_is_the_base_model(make_tiny):
     base = make_tiny()

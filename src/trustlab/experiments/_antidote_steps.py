@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -82,19 +81,6 @@ def align(cfg: Any, model: Any, data: dict[str, Any]) -> Any:
     return merged, hist
 
 
-def reset_lora(model: Any, seed: int) -> None:
-    """The state of a fresh adapter: lora_A Kaiming-uniform from ``seed``, lora_B zero (= the aligned model)."""
-    import torch
-
-    gen = torch.Generator().manual_seed(int(seed))
-    with torch.no_grad():
-        for name, p in sorted(model.named_parameters()):
-            if "lora_A" in name:
-                torch.nn.init.kaiming_uniform_(p, a=math.sqrt(5), generator=gen)
-            elif "lora_B" in name:
-                p.zero_()
-
-
 def forwards(cfg: Any, pol: Any, data: dict[str, Any]) -> dict[str, Any]:
     """One PolicyForward per set on the attack peft model (the bottom blocks are cached once)."""
     from trustlab.llm import PolicyForward
@@ -108,9 +94,9 @@ def forwards(cfg: Any, pol: Any, data: dict[str, Any]) -> dict[str, Any]:
 
 def attack(cfg: Any, pol: Any, fw: dict[str, Any], lr: float, seed: int, defence: str = "sft") -> Any:
     """Stage 2: a fresh attack LoRA trained on the user's data (SFT, or a fine-tuning-stage defence)."""
-    from trustlab.llm import SFTObjective, train
+    from trustlab.llm import SFTObjective, reset_lora, train
 
-    reset_lora(pol, seed)
+    reset_lora(pol, seed, name_order=True)
     if defence == "lisa":
         obj = ad.LisaObjective(fw["attack"], fw["align"], align_steps=cfg.lisa_align_steps,
                                user_steps=cfg.lisa_user_steps, rho=cfg.lisa_rho, random_state=seed)

@@ -140,7 +140,7 @@ def run(cfg: Config, ctx: RunContext) -> Result:
 
     from trustlab.core.threads import limit_threads
     from trustlab.experiments import _antidote_steps as S
-    from trustlab.llm import add_lora
+    from trustlab.llm import add_lora, reset_lora
 
     with limit_threads(max(1, min(2, torch.get_num_threads()))):
         res = Result("antidote", "", cfg.to_dict())
@@ -156,7 +156,7 @@ def run(cfg: Config, ctx: RunContext) -> Result:
         st = {"pol": pol, "tok": tok, "data": data, "fw": S.forwards(cfg, pol, data)}
         res.summary["timing_s"] = {"setup": time.perf_counter() - t0}
         ctx.check_budget("alignment and caches")
-        S.reset_lora(pol, cfg.seeds[0])
+        reset_lora(pol, cfg.seeds[0], name_order=True)
         _record(res, "aligned", "none", cfg.seeds[0], S.evaluate(cfg, pol, tok, st["fw"], data, gen=True))
         _attack_and_defend(cfg, ctx, res, st)
         res.summary["timing_s"]["total"] = time.perf_counter() - t0

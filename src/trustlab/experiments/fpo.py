@@ -14,7 +14,6 @@ steps, learning rate and seeds (no per-method tuning; the paper's loss hyper-par
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,19 +96,6 @@ def _data(cfg: Config, tok: Any) -> dict[str, Any]:
     return {"train_d": train_d, "test_d": test_d, "pairs": tk(train_d), "held": tk(test_d)}
 
 
-def _reset_lora(model: Any, seed: int) -> None:
-    """The LoRA state of a fresh ``add_lora(..., random_state=seed)``: lora_A Kaiming-uniform, lora_B zero."""
-    import torch
-
-    gen = torch.Generator().manual_seed(int(seed))
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "lora_A" in name:
-                torch.nn.init.kaiming_uniform_(p, a=math.sqrt(5), generator=gen)
-            elif "lora_B" in name:
-                p.zero_()
-
-
 def _objective(method: str, cfg: Config, st: dict[str, Any], fwd: Any, pairs: Any, ref: Any, feats: Any) -> Any:
     from trustlab.llm import PreferenceObjective
     from trustlab.methods.fpo import FPOObjective, TDPOObjective
@@ -176,11 +162,11 @@ def _setup(cfg: Config, ctx: RunContext, res: Result) -> dict[str, Any]:
 
 
 def _one(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], method: str, seed: int) -> None:
-    from trustlab.llm import evaluate_generations, preference_accuracy, train
+    from trustlab.llm import evaluate_generations, preference_accuracy, reset_lora, train
     from trustlab.methods import fpo
 
     pol, fwd_h, held = st["pol"], st["fwd_held"], st["held"]
-    _reset_lora(pol, seed)
+    reset_lora(pol, seed)
     rec: dict[str, float] = {}
     if method != "sft":
         obj = _objective(method, cfg, st, st["fwd"], st["pairs"], st["ref"], st["feats"])

@@ -86,6 +86,7 @@ _LAZY: dict[str, str] = {
     "load_adapter": "adapters",
     "merge_adapter": "adapters",
     "reference_policy": "adapters",
+    "reset_lora": "adapters",
     "resolve_layers": "adapters",
     "save_adapter": "adapters",
     "save_merged": "adapters",

@@ -42,6 +42,7 @@ __all__ = [
     "load_adapter",
     "merge_adapter",
     "reference_policy",
+    "reset_lora",
     "resolve_layers",
     "save_adapter",
     "save_merged",
@@ -403,6 +404,33 @@ def load_adapter(model: Any, path: str | os.PathLike[str], *, trainable: bool = 
         loaded = peft.PeftModel.from_pretrained(model, str(folder), is_trainable=bool(trainable))
     loaded.train(was_training)
     return loaded
+
+
+@validate_args(_example=_peft_example, model=[_model_rule()], random_state=["random_state"], name_order=[Boolean()])
+def reset_lora(model: Any, random_state: Any = 0, *, name_order: bool = False) -> None:
+    """Put every LoRA adapter of ``model`` back to a fresh state, in place: ``lora_A`` Kaiming-uniform
+    (``a = sqrt(5)``, peft's default), ``lora_B`` zero, so the adapted model equals its base model again.
+
+    The draws come from a local ``torch.Generator`` seeded from ``random_state`` (global RNGs are left alone), in
+    the order of ``model.named_parameters()``, or of the sorted parameter names with ``name_order=True``. The
+    state is not bit-equal to :func:`add_lora`'s, whose initialisation runs through peft. A model without LoRA
+    parameters is refused (never a silent no-op).
+    """
+    import math
+
+    params = list(model.named_parameters())
+    if not any("lora_A" in name for name, _ in params):
+        raise ConfigError(f"reset_lora needs a model with LoRA adapters (add_lora). Got {type(model).__name__} "
+                          "with no lora_A parameter.")
+    seed = int(random_state) if isinstance(random_state, int | np.integer) else spawn_seed(
+        check_random_state(random_state))
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in sorted(params, key=lambda kv: kv[0]) if name_order else params:
+            if "lora_A" in name:
+                torch.nn.init.kaiming_uniform_(p, a=math.sqrt(5), generator=gen)
+            elif "lora_B" in name:
+                p.zero_()
 
 
 @validate_args(_example=_peft_example, model=[_model_rule()])

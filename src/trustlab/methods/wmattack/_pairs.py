@@ -131,20 +131,6 @@ class TrainedParaphraser:
     reference: Any = field(default=None, repr=False)
 
 
-def _reset_lora(model: Any, seed: int) -> None:
-    import math
-
-    import torch
-
-    gen = torch.Generator().manual_seed(int(seed))
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "lora_A" in name:
-                torch.nn.init.kaiming_uniform_(p, a=math.sqrt(5), generator=gen)
-            elif "lora_B" in name:
-                p.zero_()
-
-
 def _group_split(pairs: PreferenceSet, held_out: float, seed: int) -> tuple[list[int], list[int]]:
     groups = np.unique(pairs.source)
     rng = np.random.default_rng(seed)
@@ -189,7 +175,7 @@ def train_paraphraser(model: Any, tokenizer: Any, pairs: PreferenceSet, *, layer
         tokenize_preferences,
         train,
     )
-    from trustlab.llm.adapters import is_adapted
+    from trustlab.llm.adapters import is_adapted, reset_lora
 
     if pairs.n_pairs < 2 or len(np.unique(pairs.source)) < 2:
         raise InputError(f"The 'pairs' argument of train_paraphraser must hold pairs from at least 2 sources. Got "
@@ -199,7 +185,7 @@ def train_paraphraser(model: Any, tokenizer: Any, pairs: PreferenceSet, *, layer
     tk = lambda p: tokenize_preferences(tokenizer, p.prompts, p.chosen, p.rejected, system=system,  # noqa: E731
                                         max_length=max_length)
     if is_adapted(model):
-        _reset_lora(model, seed)
+        reset_lora(model, seed)
         policy = model
     else:
         policy = add_lora(model, layers=layers, r=r, alpha=alpha, random_state=seed)
