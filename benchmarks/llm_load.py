@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from trustlab.core.seeding import set_runtime_env
+
+set_runtime_env()  # before torch: no busy-waiting on 2 shared cores, offline, no telemetry
 
 import argparse  # noqa: E402
 import json  # noqa: E402

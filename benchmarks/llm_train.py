@@ -23,12 +23,9 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch: 2 shared cores
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("DO_NOT_TRACK", "1")
+from trustlab.core.seeding import set_runtime_env
+
+set_runtime_env()  # before torch: no busy-waiting on 2 shared cores, offline, no telemetry
 
 import argparse  # noqa: E402
 import platform  # noqa: E402

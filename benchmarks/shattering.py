@@ -9,12 +9,9 @@ step.
 
 from __future__ import annotations
 
-import os
+from trustlab.core.seeding import set_runtime_env
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+set_runtime_env()  # before torch: no busy-waiting on 2 shared cores, offline, no telemetry
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402

@@ -49,7 +49,7 @@ _MAX_SEED = 2**32 - 1
 
 
 def set_runtime_env() -> None:
-    """Apply :data:`RUNTIME_ENV` as defaults (values the user already set are kept). CLI and tests only."""
+    """Apply :data:`RUNTIME_ENV` as defaults (values the user already set are kept). CLI, tests and benchmarks only."""
     for key, value in RUNTIME_ENV.items():
         os.environ.setdefault(key, value)
 
