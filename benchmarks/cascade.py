@@ -86,8 +86,9 @@ def main() -> None:
     print(f"pruning lemma in the loop ({args.loop_no_prune} queries): {t_np:.2f} s without vs {t_p:.2f} s with "
           f"= {out['lemma_speedup_in_loop']:.1f}x; identical: {same_np}; load average {out['load_average']:.1f}")
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+        from trustlab.core.files import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ def _lora(model, tok, train, test, steps, train_steps):
 def _write(out: dict, path: str | None) -> None:
     """Write what has been measured so far (each arm as it finishes: a run cut short keeps its numbers)."""
     if path:
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(out, fh, indent=1)
+        from trustlab.core.files import atomic_write_text
+
+        atomic_write_text(path, json.dumps(out, indent=1))
 
 
 def main() -> dict:

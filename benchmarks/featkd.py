@@ -109,8 +109,9 @@ def main() -> None:
     print(f"predict {pred['rows']} rows: formula {pred['formula_s'] * 1e3:.2f} ms, TabNet {pred['teacher_s'] * 1e3:.1f} ms "
           f"-> {pred['speedup']:.0f}x")
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+        from trustlab.core.files import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

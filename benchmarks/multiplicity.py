@@ -65,8 +65,9 @@ def main() -> dict:
            "ratio_S_embedding_vs_cached": s_embed / s_cached}
     print(json.dumps(out, indent=1))
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            json.dump(out, fh, indent=1)
+        from trustlab.core.files import atomic_write_text
+
+        atomic_write_text(args.out, json.dumps(out, indent=1))
     return out
 
 

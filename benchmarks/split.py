@@ -237,8 +237,9 @@ def main() -> None:
     print(report(out))
     print(f"total wall time {out['wall_s']:.0f} s")
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(out, fh, indent=1, default=float)
+        from trustlab.core.files import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(out, indent=1, default=float))
 
 
 if __name__ == "__main__":

@@ -90,8 +90,9 @@ def main() -> dict:
            "embed": _embed(W, model, tok, new, repeats), "dpo": _dpo(W, model, tok, 4 if args.quick else 8)}
     print(json.dumps(out, indent=1))
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            json.dump(out, fh, indent=1)
+        from trustlab.core.files import atomic_write_text
+
+        atomic_write_text(args.out, json.dumps(out, indent=1))
     return out
 
 
