@@ -29,7 +29,7 @@ from trustlab.core.constraints import Boolean, Interval, Satisfies
 from trustlab.core.exceptions import AssetNotFoundError, ConfigError, UnknownNameError, did_you_mean
 from trustlab.core.hashing import content_hash
 from trustlab.core.optional import require
-from trustlab.core.seeding import check_random_state, isolated_global_rng, spawn_seed
+from trustlab.core.seeding import as_seed, isolated_global_rng
 from trustlab.llm._cache import remove_tree
 from trustlab.llm.sites import arch_spec, dims, get_module, unwrap
 
@@ -260,8 +260,7 @@ def add_lora(
     _strip_gguf_flag(model)
     config = peft.LoraConfig(r=int(r), lora_alpha=float(alpha), lora_dropout=float(dropout),
                              target_modules=targets, task_type="CAUSAL_LM", bias="none")
-    seed = int(random_state) if isinstance(random_state, int | np.integer) else spawn_seed(
-        check_random_state(random_state))
+    seed = as_seed(random_state)
     was_training = model.training
     try:
         with isolated_global_rng(seed), warnings.catch_warnings():
@@ -422,8 +421,7 @@ def reset_lora(model: Any, random_state: Any = 0, *, name_order: bool = False) -
     if not any("lora_A" in name for name, _ in params):
         raise ConfigError(f"reset_lora needs a model with LoRA adapters (add_lora). Got {type(model).__name__} "
                           "with no lora_A parameter.")
-    seed = int(random_state) if isinstance(random_state, int | np.integer) else spawn_seed(
-        check_random_state(random_state))
+    seed = as_seed(random_state)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in sorted(params, key=lambda kv: kv[0]) if name_order else params:
