@@ -303,9 +303,9 @@ def test_full_audit_with_default_settings_on_both_tables():
 def _planted_ablation(remove: str) -> tuple[pd.DataFrame, pd.Series]:
     """The planted table with one planted problem removed: the leaky column, or the flipped labels (restored)."""
     X, y = _xy("planted")
-    if remove == "leak":
-        return X.drop(columns=_provenance()["leaky_feature"]), y
     prov = _provenance()
+    if remove == "leak":
+        return X.drop(columns=prov["leaky_feature"]), y
     flipped = set(prov["flipped_rows"])
     wrong = sorted(flipped | {int(r) for r, src in prov["duplicate_of"].items() if src in flipped})
     y = y.copy()
