@@ -263,11 +263,18 @@ class ProcessExecutor(Executor):
             fut.cancel()
         self._futures.clear()
         self._ready.clear()
-        self.close()  # running tasks cannot be cancelled: stop the workers
+        self._shutdown(force=True)  # running tasks cannot be cancelled: stop the workers
 
     def close(self) -> None:
+        """Stop the workers: idle ones exit normally (their finalizers run); running tasks are terminated."""
+        self._shutdown(force=bool(self._futures))
+
+    def _shutdown(self, *, force: bool) -> None:
         pool, self._pool = self._pool, None
         if pool is None:
+            return
+        if not force:  # every worker is idle: let it exit through its own shutdown, releasing what it holds
+            pool.shutdown(wait=True)
             return
         procs = list(getattr(pool, "_processes", {}).values())  # to stop running tasks on Ctrl-C / errors
         pool.shutdown(wait=False, cancel_futures=True)
