@@ -22,14 +22,11 @@ from trustlab.core.seeding import check_random_state
 __all__ = ["LisaObjective", "LDIFSObjective", "choose_options"]
 
 
-def _sft(fwd: Any, rows: Any) -> Any:
-    from trustlab.llm import sft_loss
+def _sft(fwd: Any) -> Any:
+    """The shared response-masked NLL objective (token mean) on ``fwd``'s own sequences."""
+    from trustlab.llm import SFTObjective
 
-    _, _, resp = fwd.batch(rows)
-    lp = fwd.token_logprobs(rows)
-    mask = resp.clone().to(lp.device)
-    mask[:, 0] = False
-    return sft_loss(lp, mask)
+    return SFTObjective(fwd, fwd.sequences)
 
 
 def _is_forward(f: Any) -> bool:
@@ -62,6 +59,7 @@ class LisaObjective:
     def __init__(self, user: Any, align: Any, *, align_steps: int = 1, user_steps: int = 4, rho: float = 1.0,
                  random_state: Any = 0) -> None:
         self.user, self.align = user, align
+        self._user_nll, self._align_nll = _sft(user), _sft(align)
         self.align_steps, self.user_steps, self.rho = int(align_steps), int(user_steps), float(rho)
         self._rng = check_random_state(random_state, owner="LisaObjective")
         self._params = [p for p in user.model.parameters() if p.requires_grad]
@@ -89,9 +87,9 @@ class LisaObjective:
         self._calls += 1
         if aligning:
             a_rows = self._rng.choice(len(self.align.sequences), size=len(rows), replace=False)
-            loss = _sft(self.align, np.sort(a_rows))
+            loss = self._align_nll(np.sort(a_rows)).loss
         else:
-            loss = _sft(self.user, rows)
+            loss = self._user_nll(rows).loss
         prox = sum(((p - a) ** 2).sum() for p, a in zip(self._params, self._anchor, strict=True))
         total = loss + 0.5 * self.rho * prox
         return StepOutput(total, {"nll": float(loss.detach()), "aligning": float(aligning),
@@ -112,6 +110,7 @@ class LDIFSObjective:
         from trustlab.llm import reference_policy
 
         self.forward, self.weight = forward, float(weight)
+        self._nll = _sft(forward)
         n = len(forward.sequences)
         chunks = [np.arange(i, min(i + batch_size, n)) for i in range(0, n, batch_size)]
         width = int(forward.sequences.input_ids.shape[1])
@@ -137,7 +136,7 @@ class LDIFSObjective:
         ref = self._ref[np.asarray(rows)][:, : h.shape[1]].to(h.device)
         m = att.to(h.device).bool()
         dist = ((h - ref) ** 2).sum(-1)[m].mean()
-        loss = _sft(self.forward, rows)
+        loss = self._nll(rows).loss
         return StepOutput(loss + self.weight * dist, {"nll": float(loss.detach()), "feature_dist": float(dist.detach())})
 
 
