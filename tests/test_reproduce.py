@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trustlab.experiments import experiment_ids, get_experiment, run_experiment
+from trustlab.experiments import experiment_ids, get_experiment
 from trustlab.results import Result
 
 IDS = experiment_ids()
@@ -13,11 +13,11 @@ IDS = experiment_ids()
 
 @pytest.mark.reproduce
 @pytest.mark.parametrize("exp_id", IDS or ["<none>"])
-def test_quick_experiment_runs_and_its_expected_claims_pass(exp_id, tmp_path):
+def test_quick_experiment_runs_and_its_expected_claims_pass(exp_id, quick_run):
     if exp_id == "<none>":
         pytest.skip("no experiment registered yet")
     exp = get_experiment(exp_id)
-    result, path = run_experiment(exp_id, "quick", out_dir=tmp_path, show_progress=False)
+    result, path = quick_run(exp_id)
     assert Result.load(path).to_dict() == result.to_dict()
     assert len(result.claims) == len(exp.claims)
     assert result.records, "a quick run must record observations"

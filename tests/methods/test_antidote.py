@@ -288,11 +288,10 @@ def test_smollm2_adapter_is_pruned_with_counts():
 
 
 @pytest.mark.reproduce
-def test_quick_run_claims_and_plots(tmp_path):
+def test_quick_run_claims_and_plots(quick_run):
     from trustlab.experiments import antidote as exp
-    from trustlab.experiments.runner import run_experiment
 
-    result, _ = run_experiment("antidote", "quick", out_dir=tmp_path, show_progress=False)
+    result, _ = quick_run("antidote")
     status = {c.id: c.passed for c in result.claims}
     assert all(status[i] for i in exp.QUICK_EXPECTED_PASS), status
     assert set(exp.PLOTS(result)) == {"hs_vs_fa", "hs_vs_lr"}

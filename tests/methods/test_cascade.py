@@ -453,11 +453,10 @@ def test_methods_are_registered_as_routers():
 
 
 @pytest.mark.reproduce
-def test_quick_experiment_passes_its_expected_claims(tmp_path):
+def test_quick_experiment_passes_its_expected_claims(quick_run):
     from trustlab.experiments import cascade
-    from trustlab.experiments.runner import run_experiment
 
-    result, _ = run_experiment("cascade", "quick", out_dir=tmp_path, show_progress=False)
+    result, _ = quick_run("cascade")
     status = {c.id: c.passed for c in result.claims}
     assert all(status[i] for i in cascade.QUICK_EXPECTED_PASS), status
     assert "b1_quality_vs_budget" in cascade.PLOTS(result)

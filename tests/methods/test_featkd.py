@@ -6,7 +6,6 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -297,12 +296,9 @@ def test_front_plot_draws_one_panel_per_dataset_with_data():
 
 # ------------------------------------------------------------------------------ experiment
 @pytest.mark.reproduce
-def test_quick_experiment_expected_claims(tmp_path):
+def test_quick_experiment_expected_claims(quick_run):
     from trustlab.experiments.featkd import QUICK_EXPECTED_PASS
-    from trustlab.experiments.runner import run_experiment
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res, _ = run_experiment("featkd", "quick", out_dir=tmp_path, show_progress=False)
+    res, _ = quick_run("featkd")
     status = {c.id: c.status for c in res.claims}
     assert all(status[c] == "PASS" for c in QUICK_EXPECTED_PASS), status

@@ -331,11 +331,10 @@ def test_smollm2_sae_and_offline_equals_online(smollm2):
 
 # -- the experiment in quick mode -------------------------------------------------------------------------
 @pytest.mark.reproduce
-def test_quick_run_claims_and_plots(tmp_path):
+def test_quick_run_claims_and_plots(quick_run):
     from trustlab.experiments import fpo as exp
-    from trustlab.experiments.runner import run_experiment
 
-    result, _ = run_experiment("fpo", "quick", out_dir=tmp_path, show_progress=False)
+    result, _ = quick_run("fpo")
     status = {c.id: c.passed for c in result.claims}
     assert all(status[i] for i in exp.QUICK_EXPECTED_PASS), status
     assert "accuracy_vs_kl" in exp.PLOTS(result)

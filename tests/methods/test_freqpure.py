@@ -394,10 +394,9 @@ def test_experiment_config_claims_and_scale_notes():
 
 
 @pytest.mark.reproduce
-def test_quick_experiment_expected_passes(tmp_path):
+def test_quick_experiment_expected_passes(quick_run):
     from trustlab.experiments import freqpure as exp
-    from trustlab.experiments import run_experiment
 
-    result, _ = run_experiment("freqpure", "quick", out_dir=tmp_path, show_progress=False)
+    result, _ = quick_run("freqpure")
     status = {c.id: c.status for c in result.claims}
     assert all(status[c] == "PASS" for c in exp.QUICK_EXPECTED_PASS), status

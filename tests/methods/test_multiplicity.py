@@ -303,10 +303,9 @@ def test_smollm2_verbalizers_and_a_short_fit():
 
 
 @pytest.mark.reproduce
-def test_quick_experiment_runs(tmp_path):
-    from trustlab.experiments.runner import run_experiment
+def test_quick_experiment_runs(quick_run):
 
-    res, _ = run_experiment("multiplicity", "quick", out_dir=tmp_path, show_progress=False)
+    res, _ = quick_run("multiplicity")
     ids = {c.id for c in res.claims}
     assert {"mult_llm", "pred_llm", "bound_llm", "mult_mlp", "pred_mlp", "bound_mlp"} <= ids
     assert len(res.summary["llm"]) == 1 and len(res.summary["mlp"]) == 1

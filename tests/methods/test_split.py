@@ -477,11 +477,10 @@ def test_sklearn_check_estimator_curated():
 
 # ------------------------------------------------------------------------------ experiment
 @pytest.mark.reproduce
-def test_quick_experiment_runs_and_round_trips(tmp_path):
-    from trustlab.experiments.runner import run_experiment
+def test_quick_experiment_runs_and_round_trips(quick_run):
     from trustlab.results.result import Result
 
-    res, path = run_experiment("split", "quick", out_dir=tmp_path, show_progress=False)
+    res, path = quick_run("split")
     assert path is not None and Result.load(path).to_dict() == res.to_dict()
     assert res.provenance["wall_time_s"] <= 60
     assert {c.id for c in res.claims} >= {"split-speed", "split-gap", "guarantee-chain"}

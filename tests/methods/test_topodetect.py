@@ -370,10 +370,9 @@ def test_experiment_config_and_claims_are_declared():
 
 
 @pytest.mark.reproduce
-def test_quick_experiment_expected_passes(tmp_path):
-    from trustlab.experiments import run_experiment
+def test_quick_experiment_expected_passes(quick_run):
     from trustlab.experiments import topodetect as exp
 
-    result, _ = run_experiment("topodetect", "quick", out_dir=tmp_path, show_progress=False)
+    result, _ = quick_run("topodetect")
     status = {c.id: c.status for c in result.claims}
     assert all(status[c] == "PASS" for c in exp.QUICK_EXPECTED_PASS), status

@@ -356,11 +356,10 @@ def test_experiment_config_claims_and_scale_notes():
 
 
 @pytest.mark.reproduce
-def test_quick_experiment_expected_passes(tmp_path):
+def test_quick_experiment_expected_passes(quick_run):
     from trustlab.experiments import wmattack as exp
-    from trustlab.experiments.runner import run_experiment
 
-    result, _ = run_experiment("wmattack", "quick", out_dir=tmp_path, show_progress=False)
+    result, _ = quick_run("wmattack")
     status = {c.id: c.passed for c in result.claims}
     assert all(status[i] for i in exp.QUICK_EXPECTED_PASS), status
     assert "evasion_vs_quality" in exp.PLOTS(result)
