@@ -38,6 +38,16 @@ def _grads(model):
     return {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
+def _same_grad(a, b, rtol=1e-5):
+    """Equal up to float32 reassociation: the error is scaled by the tensor's largest entry, not each entry's.
+
+    Replay and packing sum the same terms in another order, so an entry near 0 of a gradient whose entries
+    reach 30 carries an absolute error of about 1e-6 x 30. An entrywise atol / rtol of 1e-5 does not allow
+    that: it failed on one CPU (6e-5 at scale 34) after passing on another. A wrong replay or packing differs
+    by O(1) of the scale."""
+    return bool((a - b).abs().max() <= rtol * max(1.0, float(b.abs().max())))
+
+
 def _step(model, objective, rows):
     model.zero_grad(set_to_none=True)
     loss = objective(rows).loss
@@ -61,7 +71,7 @@ def test_replay_equals_full_model_for_loss_and_lora_grads(make_tiny, tiny, loss)
     assert g_full.keys() == g_rep.keys() and len(g_full) == 2 * 7 * 2  # A and B of 7 modules in 2 blocks
     for name in g_full:
         assert g_full[name].abs().max() > 0, name
-        assert torch.allclose(g_full[name], g_rep[name], atol=1e-5, rtol=1e-5), name
+        assert _same_grad(g_rep[name], g_full[name]), name
 
 
 def test_replay_sft_and_reference_cache_match_full(make_tiny, tiny):
@@ -185,7 +195,7 @@ def test_shared_prompt_packing_is_exact(make_tiny, tiny):
                               atol=1e-5)
     for name in ("packed", "plain"):
         assert torch.allclose(out[name][0], out["full"][0], atol=1e-5)
-        assert all(torch.allclose(out[name][1][k], out["full"][1][k], atol=1e-5, rtol=1e-5) for k in out["full"][1])
+        assert all(_same_grad(out[name][1][k], out["full"][1][k]) for k in out["full"][1]), name
     normed = packed.final_norm(packed.hidden(rows, final_norm=False))
     assert torch.allclose(normed, packed.hidden(rows), atol=1e-5)
     assert torch.allclose(packed.sequence_logprobs(rows, hidden=normed).sum, out["full"][0], atol=1e-5)
