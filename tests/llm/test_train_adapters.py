@@ -117,6 +117,7 @@ def test_reset_lora_gives_a_fresh_adapter_with_the_old_draws(make_tiny, name_ord
     with pytest.raises(ConfigError, match="needs a model with LoRA adapters"):
         reset_lora(make_tiny(), 0)
 
+
 def test_reference_policy_is_the_base_model(make_tiny):
     base = make_tiny()
     with torch.no_grad():

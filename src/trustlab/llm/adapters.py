@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import os
 import re
 import tempfile
@@ -415,8 +416,6 @@ def reset_lora(model: Any, random_state: Any = 0, *, name_order: bool = False) -
     state is not bit-equal to :func:`add_lora`'s, whose initialisation runs through peft. A model without LoRA
     parameters is refused (never a silent no-op).
     """
-    import math
-
     params = list(model.named_parameters())
     if not any("lora_A" in name for name, _ in params):
         raise ConfigError(f"reset_lora needs a model with LoRA adapters (add_lora). Got {type(model).__name__} "
