@@ -19,6 +19,23 @@ import pytest  # noqa: E402
 TOY_EXPERIMENTS = str(Path(__file__).parent / "toy_experiments")
 
 
+@pytest.fixture(autouse=True)
+def _seeded_global_rngs():
+    """Every test starts from the same global RNG states (random, numpy, torch if imported), so a test that
+    draws from them, or builds a torch module with default init, sees the same numbers on every run and in
+    any order; a check that holds only for some draws then fails here, not once in a while on CI."""
+    import random
+
+    import numpy as np
+
+    random.seed(0)
+    np.random.seed(0)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(0)
+    yield
+
+
 @pytest.fixture
 def toy_experiment(monkeypatch):
     """Make tests/toy_experiments/toyexp.py visible as the experiment 'toyexp'."""

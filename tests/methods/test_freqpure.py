@@ -172,18 +172,22 @@ def test_missing_or_corrupt_shipped_weights_name_the_file_and_the_command(monkey
 
 # -- spectra ---------------------------------------------------------------------------------------------------
 def test_fft_split_and_merge_is_exact_when_nothing_is_replaced():
-    x = torch.rand(3, 1, 16, 16, dtype=torch.float64)
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(3, 1, 16, 16, dtype=torch.float64, generator=g)
     a, p = fp.amplitude_phase(x)
     assert torch.allclose(fp.from_amplitude_phase(a, p), x, atol=1e-6)
     empty = torch.zeros(16, 16, dtype=torch.bool)
-    ref = torch.rand(3, 1, 16, 16, dtype=torch.float64)
+    ref = torch.rand(3, 1, 16, 16, dtype=torch.float64, generator=g)
     assert torch.allclose(fp.freq_guide(x, ref, amp_mask=empty, phase_mask=empty), x, atol=1e-6)
     x32 = x.float()
     assert torch.allclose(fp.freq_guide(x32, ref.float(), amp_mask=empty, phase_mask=empty), x32, atol=1e-6)
 
 
 def test_ase_and_psp_do_what_they_say():
-    x, ref = torch.rand(2, 1, 16, 16, dtype=torch.float64), torch.rand(2, 1, 16, 16, dtype=torch.float64)
+    # 32 seeded pairs: one random pair is not enough (the recomposition's modulus/clip moves the ratio below,
+    # a 0.04-0.39 spread over single pairs, median 0.14; over 32 pairs it is 0.10-0.18 across 200 seeds)
+    g = torch.Generator().manual_seed(0)
+    x, ref = (torch.rand(32, 1, 16, 16, dtype=torch.float64, generator=g) for _ in range(2))
     band = torch.as_tensor(fp.band_mask(16, 16, 2.0))
     empty = torch.zeros_like(band)
     both = fp.freq_guide(x, ref, amp_mask=band, phase_mask=band)
