@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from trustlab.core.seeding import set_runtime_env  # before anything imports torch
+from trustlab.core.seeding import seed_everything, set_runtime_env  # before anything imports torch
 
 set_runtime_env()
 
@@ -24,15 +24,7 @@ def _seeded_global_rngs():
     """Every test starts from the same global RNG states (random, numpy, torch if imported), so a test that
     draws from them, or builds a torch module with default init, sees the same numbers on every run and in
     any order; a check that holds only for some draws then fails here, not once in a while on CI."""
-    import random
-
-    import numpy as np
-
-    random.seed(0)
-    np.random.seed(0)
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.manual_seed(0)
+    seed_everything(0)
     yield
 
 

@@ -304,7 +304,6 @@ def test_smollm2_verbalizers_and_a_short_fit():
 
 @pytest.mark.reproduce
 def test_quick_experiment_runs(quick_run):
-
     res, _ = quick_run("multiplicity")
     ids = {c.id for c in res.claims}
     assert {"mult_llm", "pred_llm", "bound_llm", "mult_mlp", "pred_mlp", "bound_mlp"} <= ids
