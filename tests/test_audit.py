@@ -95,7 +95,7 @@ def test_report_files_are_written_with_every_plot(planted, tmp_path):
     assert "| check | verdict | finding |" in md and len(list((tmp_path / "out" / "plots").glob("*.png"))) == n_plots
     data = json.loads(paths["json"].read_text())
     assert data["flagged"] == planted.flagged and data["provenance"]["versions"]["scikit-learn"]
-    assert not list((tmp_path / "out").glob(".*.tmp"))
+    assert not list((tmp_path / "out").glob(".*.trustlab-tmp"))
 
 
 def test_fail_on_policy():

@@ -39,7 +39,7 @@ def test_runner_writes_result_with_provenance(toy_experiment, tmp_path):
     assert toy_experiment in experiment_ids()
     result, path = run_experiment(toy_experiment, "quick", seeds=[0, 1], out_dir=tmp_path, show_progress=False)
     assert path.parent == tmp_path / "toyexp" / "quick" and path.suffix == ".json"
-    assert not list(path.parent.glob(".*.tmp"))  # no half-written files left
+    assert not list(path.parent.glob(".*.trustlab-tmp"))  # no half-written files left
     data = json.loads(path.read_text())
     assert data["provenance"]["seeds"] == [0, 1] and data["config"]["n"] == 50
     for key in ("versions", "git_sha", "threads", "wall_time_s", "python"):

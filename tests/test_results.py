@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,16 +103,31 @@ def test_result_files_respect_the_umask(tmp_path):
 
 
 def test_orphaned_temp_files_are_cleaned_on_the_next_write(tmp_path):
-    orphan = tmp_path / ".r.abc123.json.tmp"
+    orphan = tmp_path / ".r.abc12345.json.trustlab-tmp"  # ours, left by a killed writer
     orphan.write_text("half")
-    os.utime(orphan, (1_000_000, 1_000_000))  # written long before this process started
-    fresh = tmp_path / ".other.xyz.json.tmp"  # a concurrent writer's file: recent, must stay
+    fresh = tmp_path / ".other.xyz98765.json.trustlab-tmp"  # a concurrent writer's file: recent, must stay
     fresh.write_text("in progress")
     keep = tmp_path / "notes.tmp"  # not a hidden temp file
     keep.write_text("mine")
+    users = [tmp_path / ".my-editor-backup.tmp", tmp_path / ".r.abc12345.json.tmp",  # a user's own, not ours
+             tmp_path / ".x.trustlab-tmp"]  # our suffix but not our name pattern (no random token)
+    for p in users:
+        p.write_text("a user's file")
+    for p in (orphan, *users):
+        os.utime(p, (1_000_000, 1_000_000))  # written long before this process started
     atomic_write_text(tmp_path / "r.json", "{}")
     assert not orphan.exists() and fresh.exists() and keep.exists()
+    assert all(p.exists() for p in users), [p.name for p in users if not p.exists()]
     assert clean_orphans(tmp_path / "missing") == []
+
+
+def test_atomic_write_names_its_temp_file_with_our_pattern(tmp_path):
+    from trustlab.core.files import _TEMP_NAME, atomic_write
+
+    seen = []
+    atomic_write(tmp_path / "report.md", lambda tmp: (seen.append(Path(tmp).name), Path(tmp).write_text("x")))
+    assert _TEMP_NAME.match(seen[0]) and seen[0].startswith(".report.") and seen[0].endswith(".md.trustlab-tmp")
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
 
 
 def test_load_names_the_file_and_the_reason(tmp_path):

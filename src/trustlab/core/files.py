@@ -3,14 +3,16 @@
 ``atomic_write(path, write)`` lets ``write(tmp)`` fill a temp file in the target folder and renames it into
 place, so a reader never sees a half-written file. The result gets the permissions any other tool would
 give it (``0666 & ~umask``, usually 0644), not ``mkstemp``'s 0600. A process killed mid-write leaves a
-``.<name>.<random>.<ext>.tmp`` behind; the next write into that folder removes such leftovers when they
-are older than the running process (so a concurrent writer's temp file is never touched).
+``.<stem>.<random>.<ext>.trustlab-tmp`` behind (a name only this module produces); the next write into that
+folder removes such leftovers of ours when they are older than the running process (so a concurrent
+writer's temp file is never touched). Any other file, a user's own ``.backup.tmp`` included, is left alone.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -24,6 +26,10 @@ __all__ = ["atomic_write", "atomic_write_text", "to_jsonable", "clean_orphans", 
 
 #: temp files older than this (this module's import, i.e. at or after the process start) are orphans
 _PROCESS_START = time.time()
+#: the suffix of our temp files; no other tool's files end in it
+TEMP_SUFFIX = ".trustlab-tmp"
+#: ``.<stem>.<8 random chars from mkstemp>[.<ext>].trustlab-tmp``: the only names clean_orphans removes
+_TEMP_NAME = re.compile(r"^\..*\.[a-z0-9_]{8}(\.[^./]*)?" + re.escape(TEMP_SUFFIX) + r"$")
 
 
 def _umask() -> int:
@@ -45,8 +51,9 @@ def file_mode() -> int:
 
 
 def clean_orphans(folder: str | Path, *, older_than: float | None = None) -> list[Path]:
-    """Remove ``.*.tmp`` files in ``folder`` last modified before ``older_than`` (default: this process's
-    start); returns the removed paths. Sub-folders and other files are left alone."""
+    """Remove our own leftover temp files (``.<stem>.<token>[.<ext>].trustlab-tmp``, as :func:`atomic_write`
+    names them) in ``folder`` last modified before ``older_than`` (default: this process's start); returns
+    the removed paths. Sub-folders and every other file (a user's ``.notes.tmp`` too) are left alone."""
     cutoff = _PROCESS_START if older_than is None else older_than
     removed = []
     try:
@@ -54,7 +61,7 @@ def clean_orphans(folder: str | Path, *, older_than: float | None = None) -> lis
     except OSError:
         return removed
     for entry in entries:
-        if not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
+        if not _TEMP_NAME.match(entry.name):
             continue
         try:
             if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
@@ -74,7 +81,7 @@ def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_orphans(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix + ".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix + TEMP_SUFFIX)
     os.close(fd)
     try:
         write(tmp)
