@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 # A claim that honestly FAILs at quick scale (exit 1) still ends the demo cleanly with its report;
-# an error (exit 2 or other) fails it.
+# bad input or an experiment that raised (exit 2) and an internal crash (exit 3) fail it.
 demo: $(STAMP)
 	@rc=0; $(VENV)/bin/trustlab reproduce --quick --all --out runs --report report.md || rc=$$?; \
 	if [ $$rc -eq 1 ]; then echo "demo: some claims FAIL at quick scale; see report.md for numbers and scale notes"; \

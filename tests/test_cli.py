@@ -164,3 +164,65 @@ def test_report_skips_unreadable_files_with_a_note(toy_experiment, tmp_path):
             p.unlink()
     res = runner.invoke(app, ["report", str(runs), "-o", str(tmp_path / "rep.md")])
     assert res.exit_code == 2 and "No readable result" in res.output
+
+
+@pytest.mark.parametrize("change", [{"claims": ["oops"]}, {"provenance": "str"}, {"records": [1]},
+                                    {"provenance": {"wall_time_s": "abc"}}])  # loads, but cannot be rendered
+def test_report_skips_a_malformed_result_and_reports_the_rest(toy_experiment, tmp_path, change):
+    """A file that looks like ours but is malformed never crashes `report` or `reproduce --report`."""
+    runs = tmp_path / "runs"
+    for exp_id in ("toyexp", "toyfail"):
+        res = runner.invoke(app, ["run", exp_id, "--quick", "--out", str(runs), "--no-progress"])
+        assert res.exit_code in (0, 1), res.output
+    (real,) = (runs / "toyexp" / "quick").glob("*.json")
+    bad = json.loads(real.read_text()) | change
+    real.write_text(json.dumps(bad))
+    res = runner.invoke(app, ["report", str(runs), "-o", str(tmp_path / "rep.md")])
+    assert res.exit_code == 0, res.output
+    assert "Traceback" not in res.output
+    text = (tmp_path / "rep.md").read_text()
+    assert "skipped" in text and real.name in text and "| F1 |" in text  # toyfail is still reported
+    assert (tmp_path / "rep.html").exists()
+
+
+def test_run_exit_codes(toy_experiment, tmp_path):
+    """0 all primary claims PASS, 1 a primary claim FAILed, 2 bad input or the experiment raised."""
+    out = ["--quick", "--out", str(tmp_path), "--no-progress"]
+    assert runner.invoke(app, ["run", "toyexp", *out]).exit_code == 0
+    assert runner.invoke(app, ["run", "toyfail", *out]).exit_code == 1
+    assert runner.invoke(app, ["run", "toyexp", "--mode", "nosuch", *out]).exit_code == 2
+    res = runner.invoke(app, ["run", "toyboom", *out])
+    assert res.exit_code == 2 and "went wrong on purpose" in res.output and "--debug" in res.output
+    res = runner.invoke(app, ["run", "toyboom", "--debug", *out])
+    assert res.exit_code == 2 and "Traceback" in res.output
+    assert runner.invoke(app, ["run", *out]).exit_code == 2  # usage: no ID
+
+
+def test_an_internal_crash_exits_3_with_a_log_file(monkeypatch, capsys):
+    """A bug of ours (any exception that is not a TrustlabError) exits 3, never 1 ("a claim FAILed"), and says
+    where the traceback was written."""
+    import re
+
+    from trustlab.cli import _app
+
+    def broken():
+        raise AttributeError("'str' object has no attribute 'get'")
+
+    monkeypatch.setattr(_app, "app", broken)
+    with pytest.raises(SystemExit) as info:
+        _app.main()
+    assert info.value.code == 3
+    text = " ".join(capsys.readouterr().err.split())
+    assert "internal error" in text and "please report" in text and "AttributeError" in text
+    log = re.search(r"(\S+trustlab-crash-\S+\.log)", text).group(1)
+    with open(log, encoding="utf-8") as fh:
+        assert "Traceback" in fh.read()
+    import os
+
+    os.unlink(log)
+
+
+def test_bad_input_exits_2_in_a_real_process(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "trustlab", "report", str(tmp_path / "nope")], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and "does not exist" in out.stderr and "Traceback" not in out.stderr

@@ -87,7 +87,10 @@ def run(
     track: Annotated[str, typer.Option(help=_TRACK_HELP)] = "none",
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=_URI_HELP)] = None,
 ) -> None:
-    """Run one experiment and write its result JSON; prints its claims table (exit 1 if a claim FAILs)."""
+    """Run one experiment and write its result JSON; prints its claims table.
+
+    Exit code: 0 all primary claims PASS, 1 a primary claim FAILed, 2 bad input or the experiment raised.
+    """
     from trustlab.experiments._tracking import make_tracker
     from trustlab.experiments.runner import run_experiment
 
@@ -102,12 +105,13 @@ def run(
                                           show_progress=progress, executor=None if plain else ex)
     except TrustlabError as exc:
         if debug:
-            raise
+            err.print(traceback.format_exc(), highlight=False, markup=False)
         _fail(exc)
-    except Exception as exc:  # noqa: BLE001 - an experiment's own error: message, traceback on request
+    except Exception as exc:  # noqa: BLE001 - an experiment's own error (exit 2): message, traceback on request
         if debug:
-            raise
-        _fail(RuntimeError(f"{exp_id} raised {type(exc).__name__}: {exc} (run with --debug for the traceback)"))
+            err.print(traceback.format_exc(), highlight=False, markup=False)
+        _fail(RuntimeError(f"{exp_id} raised {type(exc).__name__}: {exc}"
+                           + ("" if debug else " (run with --debug for the traceback)")))
     console.print(f"result written to {path}")
     tracker([result], out, [path])
     _finish([result], debug)
@@ -145,7 +149,8 @@ def reproduce(
     """Run experiments, each in its own process, and print one claims table.
 
     An experiment that raises shows as an ERROR row and the others still run; the report is written
-    either way. Exit code: 0 all primary claims PASS, 1 some FAIL, 2 some experiment raised.
+    either way. Exit code: 0 all primary claims PASS, 1 some FAIL, 2 bad input or some experiment raised,
+    3 an internal crash of trustlab (see the README's exit codes).
     """
     from trustlab.experiments._isolated import error_result, run_isolated
     from trustlab.experiments._tracking import make_tracker

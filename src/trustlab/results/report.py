@@ -48,6 +48,8 @@ def scan_results(runs_dir: str | Path) -> tuple[list[tuple[Path, Result]], list[
                 break
             except InputError as exc:
                 skipped.append((p, str(exc)))
+            except Exception as exc:  # noqa: BLE001 - any file we cannot read is skipped, never a crash
+                skipped.append((p, f"The result file {str(p)!r} was skipped: {type(exc).__name__}: {exc}"))
     return found, skipped
 
 
@@ -143,6 +145,24 @@ def _figures(r: Result, plotters: Mapping[str, Plotter] | None, md: list[str]) -
     return figures
 
 
+def _result_section(r: Result, title: str, plotters: Mapping[str, Plotter] | None, files_dir: Path, out: Path,
+                    md: list[str], body: list[str]) -> None:
+    """One result's heading, run line, claims table, notes and figures."""
+    md += ["", f"## {title} [{r.mode}]", "", _run_line(r)]
+    body += [f"<h2>{html.escape(title)} [{r.mode}]</h2>", f"<p>{html.escape(_run_line(r))}</p>"]
+    _claims_section(r, md, body)
+    for note in r.notes:
+        md.append(f"\n> {note}")
+        body.append(f"<blockquote>{html.escape(note)}</blockquote>")
+    md.append("")
+    for name, fig in _figures(r, plotters, md).items():
+        png = files_dir / f"{r.experiment}-{r.mode}-{name}.png"
+        _save_fig(fig, png)
+        rel = png.relative_to(out.parent) if png.is_relative_to(out.parent) else png
+        md.append(f"![{r.experiment} {name}]({rel.as_posix()})")
+        body.append(f'<p><img src="{html.escape(rel.as_posix())}" alt="{html.escape(name)}"></p>')
+
+
 _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}tr.fail td:nth-child(6){color:#c62828}"
           "tr.pass td:nth-child(6){color:#2e7d32}tr.warn td{background:#fff8e1}tr.error td{background:#ffebee}")
@@ -161,7 +181,22 @@ def build_report(
     """
     out = Path(out)
     files_dir = out.with_name(out.stem + "_files")
-    results, skipped = scan_results(runs_dir)
+    found, skipped = scan_results(runs_dir)
+    results, sections = [], []
+    for path, r in found:
+        sec_md: list[str] = []
+        sec_body: list[str] = []
+        try:  # a result we cannot render is skipped with its reason; the others are still reported
+            _summary([(path, r)], [], [])
+            _result_section(r, (titles or {}).get(r.experiment, r.experiment), plotters, files_dir, out, sec_md,
+                            sec_body)
+        except Exception as exc:  # noqa: BLE001
+            reason = f"it could not be rendered ({type(exc).__name__}: {exc})"
+            skipped.append((path, reason))
+            warnings.warn(f"report: skipped {path}: {reason}", UserWarning, stacklevel=3)
+            continue
+        results.append((path, r))
+        sections.append((sec_md, sec_body))
     md: list[str] = ["# trustlab reproduction report", ""]
     body: list[str] = ["<h1>trustlab reproduction report</h1>"]
     if not results:
@@ -172,21 +207,9 @@ def build_report(
     for path, reason in skipped:
         md.append(f"\n> skipped `{path}`: {reason}")
         body.append(f"<blockquote>skipped <code>{html.escape(str(path))}</code>: {html.escape(reason)}</blockquote>")
-    for _, r in results:
-        title = (titles or {}).get(r.experiment, r.experiment)
-        md += ["", f"## {title} [{r.mode}]", "", _run_line(r)]
-        body += [f"<h2>{html.escape(title)} [{r.mode}]</h2>", f"<p>{html.escape(_run_line(r))}</p>"]
-        _claims_section(r, md, body)
-        for note in r.notes:
-            md.append(f"\n> {note}")
-            body.append(f"<blockquote>{html.escape(note)}</blockquote>")
-        md.append("")
-        for name, fig in _figures(r, plotters, md).items():
-            png = files_dir / f"{r.experiment}-{r.mode}-{name}.png"
-            _save_fig(fig, png)
-            rel = png.relative_to(out.parent) if png.is_relative_to(out.parent) else png
-            md.append(f"![{r.experiment} {name}]({rel.as_posix()})")
-            body.append(f'<p><img src="{html.escape(rel.as_posix())}" alt="{html.escape(name)}"></p>')
+    for sec_md, sec_body in sections:
+        md += sec_md
+        body += sec_body
     atomic_write_text(out, "\n".join(md) + "\n")
     if html_out:
         page = ("<!doctype html><html><head><meta charset='utf-8'><title>trustlab report</title><style>" + _STYLE

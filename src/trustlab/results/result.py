@@ -43,6 +43,28 @@ class ClaimOutcome:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+#: the JSON type each field of a result document must have (a document that looks like ours but is not)
+_FIELD_TYPES = {"experiment": str, "mode": str, "config": dict, "records": list, "summary": dict, "claims": list,
+                "provenance": dict, "notes": list}
+_JSON_NAME = {str: "string", dict: "object", list: "array"}
+
+
+def _check_layout(data: dict[str, Any]) -> None:
+    """Refuse a document whose fields have the wrong JSON types, naming the first wrong field."""
+    for name, kind in _FIELD_TYPES.items():
+        if name in data and not isinstance(data[name], kind):
+            raise InputError(f"Its '{name}' field must be a JSON {_JSON_NAME[kind]}. Got {type(data[name]).__name__} "
+                             f"{data[name]!r:.60} instead.")
+    for i, claim in enumerate(data.get("claims", [])):
+        if not isinstance(claim, dict) or not isinstance(claim.get("id"), str):
+            raise InputError(f"Its claims[{i}] must be an object with a string 'id'. Got {claim!r:.60} instead.")
+    for i, rec in enumerate(data.get("records", [])):
+        if not isinstance(rec, dict):
+            raise InputError(f"Its records[{i}] must be an object. Got {rec!r:.60} instead.")
+    if not all(isinstance(n, str) for n in data.get("notes", [])):
+        raise InputError("Its 'notes' field must be an array of strings.")
+
+
 @dataclass
 class Result:
     """The outcome of one experiment run.
@@ -104,6 +126,7 @@ class Result:
                              "upgrade trustlab to read it.")
         known = {f.name for f in fields(cls)}
         data = {k: v for k, v in data.items() if k in known}
+        _check_layout(data)
         data["claims"] = [ClaimOutcome.from_dict(c) for c in data.get("claims", [])]
         return cls(**data)
 
