@@ -199,6 +199,24 @@ class LeaksTorchThreads(ToyPredictor):
 
 
 #: broken class -> the check that must fail on it
+class InvertedDecisionFunction(ToyPredictor):
+    """decision_function positive for classes_[0] (what DeceptionProbe did with its default string labels)."""
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        P = self.predict_proba(X)
+        return P[:, 0] - P[:, 1]
+
+
+class SwappedProbaColumns(ToyPredictor):
+    """predict is right, but predict_proba's columns are in the reverse order of classes_."""
+
+    def _predict_proba(self, X: np.ndarray) -> np.ndarray:
+        return super()._predict_proba(X)[:, ::-1]
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        return super()._predict_proba(X).argmax(axis=1)
+
+
 BROKEN = {
     ValidatesInInit: "check_init_stores_params",
     SetsAttributeInInit: "check_init_stores_params",
@@ -210,6 +228,8 @@ BROKEN = {
     WrongErrorType: "check_invalid_params_raise",
     MissingConstraint: "check_constraints_cover_params",
     UnnormalisedProba: "check_role_invariants",
+    InvertedDecisionFunction: "check_classifier_semantics",
+    SwappedProbaColumns: "check_classifier_semantics",
     NonFiniteRegressor: "check_role_invariants",
     FirstTargetOnlyRegressor: "check_role_invariants",
     Unpicklable: "check_pickle_roundtrip",

@@ -247,12 +247,31 @@ def test_score_keeps_sklearn_meaning_and_works_in_cross_val_and_grid_search():
     y = (X[:, 1] > 0).astype(int)
     p = DeceptionProbe(layer=0).fit(X, y)
     assert p.score(X, y) == pytest.approx(np.mean(p.predict(X) == y))  # accuracy, as in scikit-learn
-    assert np.array_equal(p.decision_function(X), p.score_samples(X))
+    assert np.array_equal(p.decision_function(X), p.score_samples(X))  # 0/1 labels: deceptive is classes_[1]
     acc = cross_val_score(DeceptionProbe(layer=0), X, y, cv=3)
     auc = cross_val_score(DeceptionProbe(layer=0), X, y, cv=3, scoring="roc_auc")
     assert acc.shape == (3,) and acc.mean() > 0.8 and auc.mean() > 0.9
     gs = GridSearchCV(DeceptionProbe(layer=0), {"reg_coeff": [1.0, 10.0]}, cv=3, scoring="roc_auc").fit(X, y)
     assert gs.best_params_["reg_coeff"] in (1.0, 10.0)
+
+
+@pytest.mark.parametrize("labels", [("honest", "deceptive"), (0, 1)])
+def test_roc_auc_under_sklearn_is_right_with_default_string_labels(labels):
+    """Issue 43: with the default labels classes_ is ['deceptive', 'honest'], so decision_function must be positive
+    for 'honest' (classes_[1]); before, cross_val_score(scoring='roc_auc') gave [0.0, 0.0009, 0.0]."""
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 5))
+    y = np.where(X[:, 1] > 0, labels[1], labels[0])
+    p = DeceptionProbe(layer=0).fit(X, y)
+    assert roc_auc_score(y == labels[1], p.score_samples(X)) > 0.9  # score_samples: higher = more deceptive
+    assert roc_auc_score(y == p.classes_[1], p.decision_function(X)) > 0.9  # scikit-learn's orientation
+    auc = cross_val_score(DeceptionProbe(layer=0), X, y, cv=3, scoring="roc_auc")
+    assert auc.min() > 0.9, auc
+    gs = GridSearchCV(DeceptionProbe(layer=0), {"reg_coeff": [1.0, 10.0]}, cv=3, scoring="roc_auc").fit(X, y)
+    assert gs.best_score_ > 0.9
 
 
 def test_detectors_share_one_input_convention():

@@ -21,6 +21,7 @@ from sklearn.base import clone
 
 from trustlab.core.constraints import invalid_values
 from trustlab.core.exceptions import ConfigError, InputError, NotFittedError, TrustlabError
+from trustlab.testing._classifier import check_classifier_semantics
 from trustlab.testing._inputs import _model, bad_inputs, default_inputs, fit_for_checks, role_of, run_verbs
 
 __all__ = ["ALL_CHECKS", "check_method", "parametrize_with_checks", "instances", "assert_outputs_equal"]
@@ -310,6 +311,7 @@ ALL_CHECKS: tuple[Callable[[Any], None], ...] = (
     check_pickle_roundtrip,
     check_no_global_side_effects,
     check_role_invariants,
+    check_classifier_semantics,
 )
 
 

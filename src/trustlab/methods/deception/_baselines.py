@@ -25,7 +25,13 @@ from trustlab.core.roles import Predictor
 from trustlab.core.validation import check_is_fitted
 from trustlab.methods.deception._dialogue import Dialogue
 from trustlab.methods.deception._metrics import auroc, label_masks
-from trustlab.methods.deception._probe import DeceptionProbe, DialogueActivations, _sigmoid, positive_index
+from trustlab.methods.deception._probe import (
+    DeceptionProbe,
+    DialogueActivations,
+    _sigmoid,
+    positive_index,
+    toward_classes_1,
+)
 
 __all__ = ["random_direction_probe", "shuffled_label_probe", "TextBaseline", "layer_sweep"]
 
@@ -159,8 +165,9 @@ class TextBaseline(Predictor):
         return np.asarray(self.clf_.decision_function(self._features(T.texts, False)), dtype=np.float64)
 
     def decision_function(self, X: Sequence[Dialogue]) -> np.ndarray:
-        """Same as :meth:`score_samples`."""
-        return self.score_samples(X)
+        """Scikit-learn's decision values (higher = more ``classes_[1]``): :meth:`score_samples`, negated when the
+        deceptive class is ``classes_[0]``."""
+        return toward_classes_1(self.score_samples(X), self.classes_, self.positive_class_)
 
     def _predict_proba(self, X: _Texts) -> np.ndarray:
         p = _sigmoid(np.asarray(self.clf_.decision_function(self._features(X.texts, False)), dtype=np.float64))

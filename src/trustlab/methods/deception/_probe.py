@@ -83,6 +83,12 @@ class DialogueActivations:
         return DialogueActivations({k: v[order] for k, v in self.acts.items()}, new_d, labels, meta)
 
 
+def toward_classes_1(scores: np.ndarray, classes: np.ndarray, positive_class: Any) -> np.ndarray:
+    """``scores`` (higher = more deceptive) turned to scikit-learn's rule for ``decision_function``: higher means
+    more of ``classes[1]``. With the default labels ``classes_ = ['deceptive', 'honest']``, so the sign flips."""
+    return scores if classes[1] == positive_class else -scores
+
+
 def positive_index(classes: np.ndarray, positive_label: Any, owner: str) -> int:
     """Index into ``classes`` of the deceptive class (see the label convention of :class:`DeceptionProbe`)."""
     values = classes.tolist()
@@ -158,7 +164,11 @@ class DeceptionProbe(Predictor):
     """
 
     paper = PAPER
-    tags: ClassVar[dict[str, Any]] = {"requires": (), "stochastic": False}
+    tags: ClassVar[dict[str, Any]] = {
+        "requires": (), "stochastic": False,
+        # the classifier-semantics check: deceptive sorting first (the default labels), then last
+        "test_label_orders": (("honest", "deceptive", {}), ("Honest", "deceptive", {"positive_label": "deceptive"})),
+    }
     _constraints: ClassVar[dict[str, list[Any]]] = {
         "layer": [Interval(int, 0, None)],
         "method": [Options(["lr", "mms", "lat"])],
@@ -274,15 +284,18 @@ class DeceptionProbe(Predictor):
         """Dialogue scores (higher = more deceptive): token scores aggregated by ``aggregation``.
 
         ``score(X, y)`` keeps scikit-learn's meaning (accuracy), so ``cross_val_score`` and ``GridSearchCV``
-        work; ``decision_function`` is the same as this (what scikit-learn's AUROC scorer reads).
+        work; ``decision_function`` (what scikit-learn's AUROC scorer reads) is this score oriented to
+        ``classes_[1]``, scikit-learn's rule.
         """
         check_is_fitted(self, "direction_")
         T = self._validate_X(X, reset=False)
         return self._aggregate(self._token_scores(T), T.groups, T.n)
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """Same as :meth:`score_samples` (the scikit-learn name; positive = more deceptive)."""
-        return self.score_samples(X)
+        """Scikit-learn's decision values: higher = more ``classes_[1]``. That is :meth:`score_samples` when the
+        deceptive class is ``classes_[1]`` (0/1 labels) and its negative when it is ``classes_[0]`` (the default
+        string labels, ``['deceptive', 'honest']``), so ``roc_auc`` scorers and ``GridSearchCV`` read it right."""
+        return toward_classes_1(self.score_samples(X), self.classes_, self.positive_class_)
 
     def _predict_proba(self, X: _Tokens) -> np.ndarray:
         p = _sigmoid(self._aggregate(self._token_scores(X), X.groups, X.n))
