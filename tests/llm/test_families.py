@@ -286,3 +286,38 @@ def test_unknown_family_error_and_the_self_checked_generic_fallback(ids):
         L.use_generic_sites(bare)
     with pytest.raises(UnsupportedModelError, match="Deriving sites from the standard module names fails"):
         L.resolve_site(bare, "embed")
+
+
+@pytest.mark.parametrize("family", ["qwen2", "gpt2"])
+def test_own_checkpoint_loads_offline_with_its_digest(tmp_path, ids, family):
+    model, tok = make_model(family), char_tokenizer()
+    folder = tmp_path / "my-model"
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    cache = tmp_path / "cache"
+    lm = L.load_model(folder, cache_dir=cache)
+    assert arch_spec(lm.model).name == family and lm.tokenizer("ab").input_ids == tok("ab").input_ids
+    with torch.no_grad():
+        assert torch.equal(lm.model(ids).logits, model(ids).logits)
+    digest = lm.info.source_sha256
+    assert digest and L.load_model(folder, cache_dir=cache).info.source_sha256 == digest
+    assert L.load_model(folder, use_cache=False, cache_dir=tmp_path / "c2").info.source_sha256 == digest
+    assert not (tmp_path / "c2").exists()  # use_cache=False writes nothing
+    assert L.load_model(folder, verify="size", cache_dir=cache).info.source_sha256 is None
+    bf = L.load_model(folder, dtype="bfloat16", cache_dir=cache).model
+    assert next(bf.parameters()).dtype == torch.bfloat16
+    (folder / "config.json").write_text((folder / "config.json").read_text() + "\n")
+    assert L.load_model(folder, cache_dir=cache).info.source_sha256 != digest  # any changed byte shows
+
+
+def test_cuda_device_without_cuda_is_a_clear_error(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    model = make_model("llama")
+    model.save_pretrained(tmp_path)
+    char_tokenizer().save_pretrained(tmp_path)
+    with pytest.raises(ConfigError, match="'device' argument of load_model is 'cuda'.*sees no CUDA"):
+        L.load_model(tmp_path, device="cuda", use_cache=False)
+    assert L.load_model(tmp_path, device="auto", use_cache=False).model.device.type == "cpu"
+    with pytest.raises(ConfigError, match="'dtype' argument of load_model"):
+        L.load_model(tmp_path, dtype="float8")

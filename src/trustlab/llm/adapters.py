@@ -33,6 +33,7 @@ from trustlab.core.optional import require
 from trustlab.core.seeding import as_seed, isolated_global_rng
 from trustlab.llm._architectures import LAYER_RE
 from trustlab.llm._cache import remove_tree
+from trustlab.llm.rules import Tokenizer
 from trustlab.llm.sites import arch_spec, dims, get_module, unwrap
 
 torch = require("torch", purpose="trustlab.llm adapters")
@@ -475,7 +476,7 @@ def merge_adapter(model: Any) -> Any:
     return merged
 
 
-@validate_args(_example=_peft_example, model=[_model_rule()], path=_PATH_RULE)
+@validate_args(_example=_peft_example, model=[_model_rule()], path=_PATH_RULE, tokenizer=[Tokenizer(), None])
 def save_merged(model: Any, path: str | os.PathLike[str], tokenizer: Any = None) -> Path:
     """Write the merged model (and ``tokenizer``, default the one ``load_model`` attached) as an HF folder
     of safetensors, atomically; :func:`trustlab.llm.load_model` can load it back."""

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Boolean, Interval
+from trustlab.core.constraints import Boolean, CallableRule, Interval
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
 from trustlab.llm._batching import encode_texts, pad_batch, position_ids_from_mask
@@ -72,7 +72,8 @@ def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: An
 
 
 @validate_args(model=[LanguageModel()], hidden="no_validation", attention_mask="no_validation",
-               position_ids="no_validation", start=[Interval(int, 0, None)], final_norm=[Boolean()])
+               position_ids="no_validation", start=[Interval(int, 0, None)], final_norm=[Boolean()],
+               end=[Interval(int, 0, None), None], and_mask_function=[CallableRule(), None])
 def replay_blocks(
     model: Any,
     hidden: Any,
