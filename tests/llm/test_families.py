@@ -321,3 +321,24 @@ def test_cuda_device_without_cuda_is_a_clear_error(tmp_path):
     assert L.load_model(tmp_path, device="auto", use_cache=False).model.device.type == "cpu"
     with pytest.raises(ConfigError, match="'dtype' argument of load_model"):
         L.load_model(tmp_path, dtype="float8")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (not run in CI)")
+@pytest.mark.parametrize("family", FAMILIES)
+def test_cuda_paths(pairs, ids, family):
+    model = make_model(family).to("cuda")
+    x = ids.to("cuda")
+    with torch.no_grad(), L.trace(model, L.site_names(model, kinds=("resid_pre",))) as tr:
+        hs = model(x, output_hidden_states=True).hidden_states
+    assert all((tr[f"blocks.{i}.resid_pre"] - hs[i]).abs().max() <= 1e-5 for i in range(NL))
+    pc = L.PrefixCache(model, 2, ids)
+    with torch.no_grad():
+        full = model(pc.input_ids.cuda(), attention_mask=pc.attention_mask.cuda(),
+                     position_ids=pc.position_ids.cuda()).logits
+    assert (pc.forward() - full).abs().max() <= 1e-4
+    res = L.patch_all_heads(model, ids[0], ids[1], [5, 6], batch_size=5)
+    assert res.logits.shape == (NL, H, 2)
+    pm = L.add_lora(make_model(family), layers="top2", r=2, random_state=0)
+    obj = L.PreferenceObjective(L.PolicyForward(pm.to("cuda"), pairs.sequences, replay="auto"), pairs, loss="dpo")
+    hist = L.train(pm, obj, steps=1, batch_size=3, lr=1e-2, device="auto")
+    assert hist.settings["device"] == "cuda"
