@@ -342,3 +342,16 @@ def test_cuda_paths(pairs, ids, family):
     obj = L.PreferenceObjective(L.PolicyForward(pm.to("cuda"), pairs.sequences, replay="auto"), pairs, loss="dpo")
     hist = L.train(pm, obj, steps=1, batch_size=3, lr=1e-2, device="auto")
     assert hist.settings["device"] == "cuda"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_head_weight_maps_one_heads_output(models, family):
+    from trustlab.llm.sites import head_weight
+
+    model, spec = models[family], arch_spec(models[family])
+    o_proj = get_module(model, f"{spec.layers}.1.{spec.o_proj}")
+    x = torch.zeros(1, H, D // H)
+    x[0, 2] = torch.arange(1.0, D // H + 1)
+    with torch.no_grad():
+        want = o_proj(x.flatten(-2)) - o_proj(torch.zeros(1, D))
+        assert torch.allclose(head_weight(model, 1, 2) @ x[0, 2], want[0], atol=1e-5)

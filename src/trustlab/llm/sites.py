@@ -405,6 +405,18 @@ def resolve_sites(model: Any, names: str | list[str] | tuple[str, ...]) -> list[
     return out
 
 
+def head_weight(model: Any, layer: int, head: int) -> Any:
+    """The ``[d_model, d_head]`` block of the attention output projection that maps one head's output.
+
+    ``o_proj(x)`` adds ``head_weight @ x_head`` for each head (``Conv1D`` families store the transpose).
+    """
+    inner = unwrap(model)
+    spec, d = arch_spec(inner), dims(inner)
+    w = get_module(inner, f"{spec.layers}.{layer}.{spec.o_proj}").weight
+    cols = slice(head * d.d_head, (head + 1) * d.d_head)
+    return w[cols, :].T if spec.conv1d else w[:, cols]
+
+
 def check_head(model: Any, head: int, *, owner: str = "head index") -> int:
     """Validate a head index against ``dims(model).n_heads`` (InputError with the template message)."""
     n_heads = dims(model).n_heads
