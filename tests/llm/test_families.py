@@ -94,6 +94,8 @@ def test_every_family_of_the_table_is_tested():
 def test_trace_equals_output_hidden_states(models, ids, family):
     model = models[family]
     assert arch_spec(model).name == family
+    d = L.dims(model)
+    assert (d.n_layers, d.n_heads, d.d_head, d.d_model, d.vocab) == (NL, H, D // H, D, V) and d.d_mlp in (64, 4 * D)
     with torch.no_grad(), L.trace(model, L.site_names(model)) as tr:
         out = model(ids, output_hidden_states=True)
     hs = out.hidden_states
@@ -355,3 +357,10 @@ def test_head_weight_maps_one_heads_output(models, family):
     with torch.no_grad():
         want = o_proj(x.flatten(-2)) - o_proj(torch.zeros(1, D))
         assert torch.allclose(head_weight(model, 1, 2) @ x[0, 2], want[0], atol=1e-5)
+
+
+def test_gpt2_position_embedding_counts_as_below_block_0():
+    pm = L.add_lora(make_model("gpt2"), layers="top1", r=2)
+    assert L.replay_depth(pm) == 1
+    L.sites.unwrap(pm).transformer.wpe.weight.requires_grad_(True)
+    assert L.replay_depth(pm) is None  # replaying the top block would not see a trained wpe
