@@ -57,11 +57,11 @@ def test_bad_sites(tiny, name, exc, match):
 
 
 def test_unsupported_architecture():
-    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers import BloomConfig, BloomForCausalLM
 
-    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=10, n_positions=8))
-    with pytest.raises(UnsupportedModelError, match=r"\[gemma3_text, llama\].*'gpt2'"):
-        trace(gpt2, ["embed"])
+    bloom = BloomForCausalLM(BloomConfig(n_layer=1, hidden_size=8, n_head=2, vocab_size=10))
+    with pytest.raises(UnsupportedModelError, match=r"\[gemma3_text, gpt2, llama, .*'bloom'.*not found embed"):
+        trace(bloom, ["embed"])
     with pytest.raises(UnsupportedModelError, match="architectures"):
         L.arch_spec(torch.nn.Linear(2, 2))
 

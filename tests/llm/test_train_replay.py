@@ -24,14 +24,19 @@ CHOSEN = ["4", "Paris", "Hi!", "Blue"]
 REJECTED = ["Five, I think, or maybe six", "Berlin", "No.", "It is green, obviously, every single day"]
 
 
-def _lora_model(make_tiny, layers="top2", seed=0):
-    pm = add_lora(make_tiny(n_layers=4, seed=seed), layers=layers, modules="all-linear", r=4, random_state=seed)
+def nonzero_lora_b(pm, seed=0):
+    """Random (seeded) LoRA B matrices, so that every LoRA tensor has a gradient; returns ``pm``."""
     g = torch.Generator().manual_seed(seed + 10)
-    with torch.no_grad():  # non-zero B so that every LoRA tensor has a gradient
+    with torch.no_grad():
         for name, p in pm.named_parameters():
             if "lora_B" in name:
                 p.copy_(torch.randn(p.shape, generator=g) * 0.2)
     return pm
+
+
+def _lora_model(make_tiny, layers="top2", seed=0):
+    pm = add_lora(make_tiny(n_layers=4, seed=seed), layers=layers, modules="all-linear", r=4, random_state=seed)
+    return nonzero_lora_b(pm, seed)
 
 
 def _grads(model):

@@ -43,6 +43,7 @@ _LAZY: dict[str, str] = {
     "dims": "sites",
     "resolve_site": "sites",
     "site_names": "sites",
+    "use_generic_sites": "sites",
     # hooks
     "Edit": "_edits",
     "trace": "hooks",

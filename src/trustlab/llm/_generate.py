@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Boolean, CallableRule, InstanceOf
+from trustlab.core.constraints import Boolean, CallableRule, InstanceOf, Interval
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
 from trustlab.llm._batching import _pad_id, _tokenizer_of, encode_texts, pad_batch
@@ -21,6 +21,8 @@ __all__ = ["generate"]
 
 @validate_args(model=[LanguageModel()], tokenizer=[Tokenizer()], prompts=[InstanceOf(str), TEXTS],
                max_new_tokens=[POSITIVE_INT], chat=[Boolean()], system=[InstanceOf(str), None], batch_size=[POSITIVE_INT],
+               do_sample=[Boolean()], temperature=[Interval("real", 0, None, closed="neither")],
+               top_p=[Interval("real", 0, 1, closed="right")], top_k=[Interval(int, 1, None), None],
                random_state=["random_state"], logits_processor=[CallableRule(), None])
 def generate(
     model: Any,

@@ -31,7 +31,9 @@ from trustlab.core.exceptions import AssetNotFoundError, ConfigError, UnknownNam
 from trustlab.core.hashing import content_hash
 from trustlab.core.optional import require
 from trustlab.core.seeding import as_seed, isolated_global_rng
+from trustlab.llm._architectures import LAYER_RE
 from trustlab.llm._cache import remove_tree
+from trustlab.llm.rules import Tokenizer
 from trustlab.llm.sites import arch_spec, dims, get_module, unwrap
 
 torch = require("torch", purpose="trustlab.llm adapters")
@@ -50,7 +52,8 @@ __all__ = [
     "weights_fingerprint",
 ]
 
-#: shorthand module groups (names relative to a llama/gemma block)
+#: shorthand module groups (canonical names relative to a llama block; other families map them through
+#: their ArchSpec aliases, e.g. q/k/v -> GPT-2's fused attn.c_attn)
 MODULE_GROUPS: dict[str, tuple[str, ...]] = {
     "attention": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"),
     "mlp": ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
@@ -58,7 +61,7 @@ MODULE_GROUPS: dict[str, tuple[str, ...]] = {
 MODULE_GROUPS["all-linear"] = MODULE_GROUPS["attention"] + MODULE_GROUPS["mlp"]
 
 _TOP = re.compile(r"^top(\d+)$")
-_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+_LAYER = LAYER_RE
 
 
 def _is_layer_spec(v: Any) -> bool:
@@ -135,10 +138,10 @@ def _block_linears(model: Any, layer: int) -> dict[str, Any]:
 
 
 def _is_linear(m: Any) -> bool:
-    if isinstance(m, torch.nn.Linear):
-        return True
-    base = getattr(m, "base_layer", None)  # an already wrapped peft layer
-    return isinstance(base, torch.nn.Linear)
+    from transformers.pytorch_utils import Conv1D  # GPT-2's projections
+
+    base = getattr(m, "base_layer", m)  # an already wrapped peft layer: its base
+    return isinstance(base, torch.nn.Linear | Conv1D)
 
 
 @validate_args(_example=_plain_example, model=[_model_rule()], modules=[SequenceOf(str), str],
@@ -148,9 +151,12 @@ def resolve_modules(model: Any, modules: Any, layers: Sequence[int]) -> list[str
 
     ``modules`` is a group name (:data:`MODULE_GROUPS`: ``"attention"``, ``"mlp"``, ``"all-linear"``) or
     a list of names such as ``"q_proj"`` or ``"mlp.down_proj"`` (a suffix of the module's path in the
-    block). An unknown name raises :class:`UnknownNameError` with close matches.
+    block). Canonical (llama) names map through the family's :class:`~trustlab.llm.sites.ArchSpec` aliases
+    (Phi-3's ``qkv_proj``, GPT-2's ``c_attn``); a fused module must be asked for with all its parts. An
+    unknown name raises :class:`UnknownNameError` with close matches.
     """
-    if isinstance(modules, str):
+    group = isinstance(modules, str)
+    if group:
         if modules not in MODULE_GROUPS:
             raise UnknownNameError(
                 f"Unknown module group {modules!r}.{did_you_mean(modules, MODULE_GROUPS)} Groups: "
@@ -158,22 +164,47 @@ def resolve_modules(model: Any, modules: Any, layers: Sequence[int]) -> list[str
             )
         modules = MODULE_GROUPS[modules]
     inner = unwrap(model)
-    prefix = arch_spec(inner).layers
+    spec = arch_spec(inner)
     out: list[str] = []
     for layer in layers:
         linears = _block_linears(inner, layer)
-        for m in modules:
-            hits = [n for n in linears if n == m or n.endswith("." + m)]
-            if not hits:
-                leaves = sorted({n.rsplit(".", 1)[-1] for n in linears} | set(linears))
-                raise UnknownNameError(
-                    f"No linear module named {m!r} in block {layer} of this {arch_spec(inner).name} model."
-                    f"{did_you_mean(m, leaves)} Linear modules of a block: {', '.join(sorted(linears))}."
-                )
-            if len(hits) > 1:
-                raise ConfigError(f"The module name {m!r} is ambiguous in block {layer}: {hits}. Give the full path.")
-            out.append(f"{prefix}.{layer}.{hits[0]}")
-    return out
+        names = [_block_name(spec, m, linears, layer, group) for m in modules]
+        out += [f"{spec.layers}.{layer}.{n}" for n in names if n]
+    _check_fused(spec, modules)
+    return list(dict.fromkeys(out))
+
+
+def _block_name(spec: Any, m: str, linears: dict[str, Any], layer: int, group: bool) -> str:
+    """The path in a block that the name ``m`` stands for (``""``: the family has none, skipped in a group)."""
+    hits = [n for n in linears if n == m or n.endswith("." + m)]
+    alias = spec.module_path(m.rsplit(".", 1)[-1])
+    if not hits and alias == "" and group:
+        return ""
+    if not hits and alias:
+        hits = [n for n in linears if n == alias]
+    if not hits:
+        leaves = sorted({n.rsplit(".", 1)[-1] for n in linears} | set(linears))
+        lacks = f" The {spec.name} family has no {m!r}." if alias == "" else ""
+        raise UnknownNameError(
+            f"No linear module named {m!r} in block {layer} of this {spec.name} model.{lacks}"
+            f"{did_you_mean(m, leaves)} Linear modules of a block: {', '.join(sorted(linears))}."
+        )
+    if len(hits) > 1:
+        raise ConfigError(f"The module name {m!r} is ambiguous in block {layer}: {hits}. Give the full path.")
+    return hits[0]
+
+
+def _check_fused(spec: Any, modules: Sequence[str]) -> None:
+    """Refuse part of a fused projection: LoRA on Phi-3's qkv_proj for "q_proj" would also adapt k and v."""
+    asked = {m.rsplit(".", 1)[-1] for m in modules}
+    for name in sorted(asked):
+        path = spec.module_path(name)
+        parts = spec.fused_with(path) if path else ()
+        if len(parts) > 1 and not set(parts) <= asked:
+            raise ConfigError(
+                f"The module {name!r} is part of the fused {spec.name} module {path!r} ({', '.join(parts)}); "
+                f"adapting it adapts all of them. Ask for all of {list(parts)} or for {path.rsplit('.', 1)[-1]!r}."
+            )
 
 
 @validate_args(model=[_model_rule()], _example=_plain_example)
@@ -260,7 +291,8 @@ def add_lora(
     targets = resolve_modules(model, modules, blocks)  # all checks before peft touches the model
     _strip_gguf_flag(model)
     config = peft.LoraConfig(r=int(r), lora_alpha=float(alpha), lora_dropout=float(dropout),
-                             target_modules=targets, task_type="CAUSAL_LM", bias="none")
+                             target_modules=targets, task_type="CAUSAL_LM", bias="none",
+                             fan_in_fan_out=arch_spec(model).conv1d)
     seed = as_seed(random_state)
     was_training = model.training
     try:
@@ -444,7 +476,7 @@ def merge_adapter(model: Any) -> Any:
     return merged
 
 
-@validate_args(_example=_peft_example, model=[_model_rule()], path=_PATH_RULE)
+@validate_args(_example=_peft_example, model=[_model_rule()], path=_PATH_RULE, tokenizer=[Tokenizer(), None])
 def save_merged(model: Any, path: str | os.PathLike[str], tokenizer: Any = None) -> Path:
     """Write the merged model (and ``tokenizer``, default the one ``load_model`` attached) as an HF folder
     of safetensors, atomically; :func:`trustlab.llm.load_model` can load it back."""

@@ -89,7 +89,7 @@ class Trace(contextlib.AbstractContextManager):
                 return None
             layers = [s.layer for s in sites if s.layer is not None]
             if not layers:
-                return spec.embed
+                return spec.embed_site
             return f"{spec.layers}.{max(layers)}"  # for the last block this still skips norm and head
         if isinstance(stop_after, bool) or not isinstance(stop_after, int | np.integer):
             raise ConfigError(

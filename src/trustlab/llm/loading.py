@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Boolean, InstanceOf, Options
+from trustlab.core.constraints import Boolean, InstanceOf, Options, Satisfies
 from trustlab.core.exceptions import AssetNotFoundError, ConfigError, UnknownNameError, did_you_mean
 from trustlab.core.optional import require
 from trustlab.llm._cache import MANIFEST, cache_root, cached_build, file_sha256, remove_tree, verify_entry
@@ -165,9 +165,23 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in name.lower())[:60]
 
 
+def resolve_device(device: str, owner: str = "load_model") -> str:
+    """``"auto"`` -> ``"cuda"`` when available, else ``"cpu"``; ``"cuda..."`` without CUDA is a ConfigError."""
+    torch = require("torch", purpose="trustlab.llm")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(
+            f"The 'device' argument of {owner} is {device!r}, but this torch ({torch.__version__}) sees no CUDA "
+            "device. Use 'cpu' or 'auto' (CUDA when available)."
+        )
+    return device
+
+
 def _attach(model: Any, tokenizer: Any, attn: str, dtype: Any, device: str) -> Any:
     if dtype is not None and next(model.parameters()).dtype != dtype:
         model = model.to(dtype)
+    device = resolve_device(device)
     if device != "cpu":
         model = model.to(device)
     model.eval()
@@ -221,7 +235,18 @@ _VERIFY = [Options(("full", "size"))]
 _ATTN_RULE = [Options(_ATTN)]
 
 
-@validate_args(name_or_path=_NAME, attn_implementation=_ATTN_RULE, dtype="no_validation", device=[InstanceOf(str)],
+def _is_dtype(value: Any) -> bool:
+    """A dtype name of :data:`_DTYPES` or the torch dtype itself (torch is not imported to check)."""
+    if isinstance(value, str):
+        return value in _DTYPES
+    return type(value).__name__ == "dtype" and str(value).removeprefix("torch.") in _DTYPES
+
+
+_DTYPE_RULE = [Satisfies(_is_dtype, f"one of {list(_DTYPES)} or the torch dtype", invalid=["float8", 3, None],
+                         valid="float32")]
+
+
+@validate_args(name_or_path=_NAME, attn_implementation=_ATTN_RULE, dtype=_DTYPE_RULE, device=[InstanceOf(str)],
                cache_dir=_DIR, use_cache=[Boolean()], verify=_VERIFY)
 def load_model(
     name_or_path: str | os.PathLike[str] = DEFAULT_MODEL,
@@ -238,19 +263,24 @@ def load_model(
     Parameters
     ----------
     name_or_path : str or path, default="smollm2-135m-instruct"
-        A registered name (:func:`available_models`), a ``.gguf`` file, or a local HF folder.
+        A registered name (:func:`available_models`), a ``.gguf`` file, or a local HF folder (e.g. your own
+        ``save_pretrained`` checkpoint of any family in the architecture table), read offline.
     attn_implementation : {"sdpa", "eager"}, default="sdpa"
         ``"eager"`` is needed for attention weights (``output_attentions`` / the ``pattern`` site).
     dtype : {"float32", "bfloat16", "float16"}, default="float32"
         Weights are cached in fp32 and cast after loading.
     device : str, default="cpu"
+        ``"cpu"``, ``"cuda"`` (``"cuda:1"``...) or ``"auto"`` (CUDA when available); a CUDA device without
+        CUDA raises ConfigError.
     cache_dir : path, optional
         Cache folder; default ``$TRUSTLAB_CACHE`` or ``~/.cache/trustlab``.
     use_cache : bool, default=True
         False loads straight from the GGUF and writes nothing.
     verify : {"full", "size"}, default="full"
         How a cache entry is checked before loading: sha256 of every file (about 0.5 s for SmolLM2) or
-        sizes only.
+        sizes only. For a local HF folder ``"full"`` records the sha256 of its files in
+        ``info.source_sha256`` (remembered per file in the cache's hash book unless ``use_cache=False``) and
+        checks a trustlab manifest when the folder has one.
 
     Returns
     -------
@@ -275,17 +305,15 @@ def load_model(
     """
     t0 = time.perf_counter()
     torch_dtype = _check_options("load_model", attn_implementation, dtype)
-    if verify not in ("full", "size"):
-        raise ConfigError(
-            f"The 'verify' argument of load_model must be 'full' or 'size'. Got {verify!r} instead."
-        )
+    resolve_device(device)  # before any load: a missing CUDA fails fast (verify is checked by its rule)
     tf = require("transformers", purpose="loading language models")
     root = cache_root(cache_dir)
     name, path, entry = _resolve(name_or_path, root)
     path = _model_path(path)
-    if path.is_dir():  # a plain HF folder (or a trustlab cache entry)
+    if path.is_dir():  # a plain HF folder (a user's save_pretrained checkpoint or a trustlab cache entry)
+        digest = _folder_digest(path, root if use_cache else None) if verify == "full" else None
         model, tok = _load_folder(tf, path, torch_dtype, attn_implementation, verify)
-        info = LoadInfo(name, str(path), seconds=time.perf_counter() - t0)
+        info = LoadInfo(name, str(path), digest, seconds=time.perf_counter() - t0)
         return LoadedModel(_attach(model, tok, attn_implementation, torch_dtype, device), tok, info)
     digest = _checked_digest(path, root, entry)
     if not use_cache:
@@ -310,6 +338,20 @@ def _model_path(path: Path) -> Path:
         f"The folder {path} passed to load_model holds neither an HF model (config.json) nor exactly "
         f"one .gguf file (found {len(ggufs)})."
     )
+
+
+def _folder_digest(path: Path, root: Path | None) -> str:
+    """sha256 over the folder's files (relative name and sha256 of each, sorted); remembered in the cache's
+    hash book when ``root`` is given, computed afresh otherwise (nothing written)."""
+    import hashlib
+
+    from trustlab.llm._cache import sha256_path
+
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        digest = file_sha256(f, root) if root is not None else sha256_path(f)
+        h.update(f"{f.relative_to(path).as_posix()}:{digest}\n".encode())
+    return h.hexdigest()
 
 
 def _load_folder(tf: Any, path: Path, torch_dtype: Any, attn: str, verify: str) -> tuple[Any, Any]:

@@ -31,7 +31,7 @@ from trustlab.llm._tokenize_pairs import SequenceSet
 from trustlab.llm.adapters import _LAYER, _plain_name, weights_fingerprint
 from trustlab.llm.prefix import PrefixCache, replay_blocks
 from trustlab.llm.scoring import gather_logprobs
-from trustlab.llm.sites import arch_spec, base_model, dims, get_module, model_device, unwrap
+from trustlab.llm.sites import arch_spec, base_model, dims, embed_states, get_module, model_device, unwrap
 
 torch = require("torch", purpose="trustlab.llm PolicyForward")
 
@@ -54,7 +54,7 @@ class SequenceLogprobs:
 
 def _bottom_prefixes(model: Any, start: int) -> list[str]:
     spec = arch_spec(unwrap(model))
-    return [spec.embed] + [f"{spec.layers}.{i}" for i in range(start)]
+    return [*spec.bottom] + [f"{spec.layers}.{i}" for i in range(start)]
 
 
 def _offending(model: Any, start: int) -> list[str]:
@@ -64,7 +64,7 @@ def _offending(model: Any, start: int) -> list[str]:
     for name, p in unwrap(model).named_parameters():
         plain = _plain_name(name)
         m = _LAYER.search(plain)
-        below = (m is not None and int(m.group(1)) < start) or plain.startswith(spec.embed + ".")
+        below = (m is not None and int(m.group(1)) < start) or plain.startswith(tuple(b + "." for b in spec.bottom))
         if below and (p.requires_grad or plain != name or ".lora_" in name):
             bad.append(plain)
     # a head tied to a trainable embedding changes the bottom too
@@ -299,24 +299,23 @@ class PolicyForward:
         chunks.append(cur)
         out = None
         dev = model_device(self.model)
-        embed = get_module(unwrap(self.model), arch_spec(unwrap(self.model)).embed)
         with torch.no_grad():
             for rows in chunks:
                 rows_a = np.asarray(rows)
-                h = self._bottom_chunk(rows_a, embed, dev)
+                h = self._bottom_chunk(rows_a, dev)
                 if out is None:
                     out = h.new_zeros((len(seqs), seqs.input_ids.shape[1], h.shape[-1]))
                 out[torch.as_tensor(rows_a), : h.shape[1]] = h
         return out
 
-    def _bottom_chunk(self, rows: np.ndarray, embed: Any, dev: Any) -> Any:
+    def _bottom_chunk(self, rows: np.ndarray, dev: Any) -> Any:
         pk = _pack(self.sequences, self._groups, rows) if self.share_prompts else None
         if pk is None:
             ids, att, _ = self.batch(rows)
             pos = position_ids_from_mask(att)
-            h = embed(ids.to(dev))
+            h = embed_states(self.model, ids.to(dev), pos.to(dev))
             return replay_blocks(self.model, h, att.to(dev), pos.to(dev), 0, end=self.start) if self.start else h
-        h = embed(pk.ids.to(dev))
+        h = embed_states(self.model, pk.ids.to(dev), pk.pos.to(dev))
         if self.start:
             h = replay_blocks(self.model, h, pk.att.to(dev), pk.pos.to(dev), 0, end=self.start,
                               and_mask_function=_on(pk, dev).visible())
@@ -378,17 +377,17 @@ class PolicyForward:
 
     def input_states(self, rows: Any) -> Any:
         """States entering the first replayed block for ``rows``, ``[n, w, d]`` (trimmed like :meth:`batch`;
-        no grad): the cached ``hidden_states[start]`` under replay, the token embeddings for the full model.
+        no grad): the cached ``hidden_states[start]`` under replay, the embedding output (``hidden_states[0]``) for the full model.
 
         With :meth:`replay_states` this lets a caller perturb the replay input (e.g. a local-stability
         measure) without running the bottom blocks again.
         """
         idx = self._rows(rows)
-        ids, _, _ = self.batch(idx)
+        ids, att, _ = self.batch(idx)
         if self.k_top is None:
-            embed = get_module(unwrap(self.model), arch_spec(unwrap(self.model)).embed)
+            dev = model_device(self.model)
             with torch.no_grad():
-                return embed(ids.to(model_device(self.model)))
+                return embed_states(self.model, ids.to(dev), position_ids_from_mask(att).to(dev))
         cache = self._prefix.hidden
         return cache[torch.as_tensor(idx).to(cache.device), : ids.shape[1]].to(model_device(self.model))
 
@@ -417,7 +416,8 @@ class PolicyForward:
 
     def final_norm(self, hidden: Any) -> Any:
         """Apply the model's final norm (to the output of ``hidden(rows, final_norm=False)``)."""
-        return base_model(self.model).norm(hidden)
+        inner = unwrap(self.model)
+        return get_module(inner, arch_spec(inner).final_norm)(hidden)
 
     def token_logprobs(self, rows: Any, *, hidden: Any = None) -> Any:
         """Log-prob of each response token ``[n, w]`` (0 elsewhere), LM head at response positions only.

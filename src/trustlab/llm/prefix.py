@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Boolean, Interval
+from trustlab.core.constraints import Boolean, CallableRule, Interval
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
 from trustlab.llm._batching import encode_texts, pad_batch, position_ids_from_mask
 from trustlab.llm.rules import LanguageModel
-from trustlab.llm.sites import arch_spec, base_model, dims, get_module, model_device, unwrap
+from trustlab.llm.sites import arch_spec, dims, get_module, model_device, unwrap
 
 torch = require("torch", purpose="trustlab.llm PrefixCache")
 
@@ -38,22 +38,42 @@ def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: An
     inner = unwrap(model)
     spec = arch_spec(inner)
     config = inner.config
-    rotary = get_module(inner, spec.rotary)
     extra = {} if and_mask_function is None else {"and_mask_function": and_mask_function}
     # positional arguments: the cache argument was renamed (past_key_values -> cache) in transformers 5.x
-    full = masking.create_causal_mask(config, hidden, attention_mask, None, position_ids, **extra)
-    if not spec.sliding_layers:
-        pe = rotary(hidden, position_ids)
-        return lambda i: (full, pe)
-    sliding = masking.create_sliding_window_causal_mask(config, hidden, attention_mask, None, position_ids, **extra)
-    masks = {"full_attention": full, "sliding_attention": sliding}
-    types = list(config.layer_types)
-    pes = {t: rotary(hidden, position_ids, t) for t in set(types)}
+    args = (config, hidden, attention_mask, None, position_ids)
+    n_layers = dims(inner).n_layers
+    if spec.masks == "layer_types" and getattr(config, "layer_types", None):
+        types = list(config.layer_types)
+    elif spec.masks == "sliding_window" and getattr(config, "sliding_window", None) is not None:
+        types = ["sliding_attention"] * n_layers
+    else:
+        types = ["full_attention"] * n_layers
+    builders = {"full_attention": masking.create_causal_mask,
+                "sliding_attention": masking.create_sliding_window_causal_mask}
+    masks = {t: builders[t](*args, **extra) for t in set(types)}
+    if and_mask_function is not None and "sliding_attention" in masks:
+        # a restricted (packed) layout puts tokens at other indices than their positions: the window must
+        # count positions (q - kv < window, as transformers' overlay does on unpacked indices)
+        window, pos = int(config.sliding_window), position_ids
+
+        def by_position(b: Any, h: Any, q: Any, kv: Any) -> Any:
+            return and_mask_function(b, h, q, kv) & (pos[b, q] - pos[b, kv] < window)
+
+        masks["sliding_attention"] = masking.create_causal_mask(*args, and_mask_function=by_position)
+    if spec.positions == "absolute":  # added to the embedding before block 0: nothing to pass
+        pes: dict[str, Any] = dict.fromkeys(types)
+    elif spec.positions == "rotary_per_type":
+        rotary = get_module(inner, spec.rotary)
+        pes = {t: rotary(hidden, position_ids, t) for t in set(types)}
+    else:
+        pe = get_module(inner, spec.rotary)(hidden, position_ids)
+        pes = dict.fromkeys(types, pe)
     return lambda i: (masks[types[i]], pes[types[i]])
 
 
 @validate_args(model=[LanguageModel()], hidden="no_validation", attention_mask="no_validation",
-               position_ids="no_validation", start=[Interval(int, 0, None)], final_norm=[Boolean()])
+               position_ids="no_validation", start=[Interval(int, 0, None)], final_norm=[Boolean()],
+               end=[Interval(int, 0, None), None], and_mask_function=[CallableRule(), None])
 def replay_blocks(
     model: Any,
     hidden: Any,
@@ -82,15 +102,18 @@ def replay_blocks(
     >>> bool(torch.allclose(out, hs[-1], atol=1e-5))
     True
     """
-    base = base_model(model)
+    inner = unwrap(model)
+    spec = arch_spec(inner)
+    layers = get_module(inner, spec.layers)
     layer_inputs = _layer_inputs(model, hidden, attention_mask, position_ids, and_mask_function)
     h = hidden
-    stop = len(base.layers) if end is None else int(end)
+    stop = len(layers) if end is None else int(end)
     for i in range(start, stop):
         mask, pe = layer_inputs(i)
-        out = base.layers[i](h, attention_mask=mask, position_embeddings=pe, position_ids=position_ids)
+        rotary = {} if pe is None else {"position_embeddings": pe}
+        out = layers[i](h, attention_mask=mask, position_ids=position_ids, **rotary)
         h = out[0] if isinstance(out, tuple) else out
-    return base.norm(h) if final_norm and stop == len(base.layers) else h
+    return get_module(inner, spec.final_norm)(h) if final_norm and stop == len(layers) else h
 
 
 class PrefixCache:

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import InstanceOf
+from trustlab.core.constraints import InstanceOf, Interval
 from trustlab.core.exceptions import InputError, UnknownNameError, UnsupportedModelError, did_you_mean
+from trustlab.llm._architectures import ARCHITECTURES, ArchSpec, derive_spec
 from trustlab.llm.rules import TorchModule
 
 _MODULE = TorchModule()
@@ -38,6 +39,7 @@ __all__ = [
     "resolve_sites",
     "site_names",
     "unwrap",
+    "use_generic_sites",
 ]
 
 #: Site kinds that exist once per block, in forward order.
@@ -46,82 +48,6 @@ BLOCK_KINDS = ("resid_pre", "attn_out", "head_out", "pattern", "resid_mid", "mlp
 GLOBAL_KINDS = ("embed", "logits")
 #: Sites whose hook is an observation point only (editing them would not change the forward).
 CAPTURE_ONLY = ("resid_mid", "pattern")
-
-
-@dataclass(frozen=True)
-class ArchSpec:
-    """Where the canonical sites live in one architecture (paths relative to the causal-LM module).
-
-    Parameters
-    ----------
-    name : str
-        Architecture name used in messages.
-    model_types : tuple of str
-        ``config.model_type`` values this spec covers.
-    layers, embed, final_norm, lm_head, rotary : str
-        Dotted paths of the decoder-layer list, the token embedding, the final norm, the LM head and the
-        rotary-embedding module.
-    attn, o_proj : str
-        Paths relative to one decoder layer of the attention module and of its output projection.
-    attn_out, mlp_out : tuple of (str, int or None)
-        Module (relative to a layer) whose *output* is the branch added to the residual stream, and the
-        index of the tensor in a tuple output (``None`` when the output is a tensor).
-    resid_mid : str
-        Module (relative to a layer) whose *input* is the residual stream after the attention branch.
-    sliding_layers : bool
-        True when layers alternate full and sliding-window attention (``config.layer_types``).
-    """
-
-    name: str
-    model_types: tuple[str, ...]
-    layers: str
-    embed: str
-    final_norm: str
-    lm_head: str
-    rotary: str
-    attn: str
-    o_proj: str
-    attn_out: tuple[str, int | None]
-    mlp_out: tuple[str, int | None]
-    resid_mid: str
-    sliding_layers: bool = False
-
-
-LLAMA = ArchSpec(
-    name="llama",
-    model_types=("llama",),
-    layers="model.layers",
-    embed="model.embed_tokens",
-    final_norm="model.norm",
-    lm_head="lm_head",
-    rotary="model.rotary_emb",
-    attn="self_attn",
-    o_proj="self_attn.o_proj",
-    attn_out=("self_attn", 0),
-    mlp_out=("mlp", None),
-    resid_mid="post_attention_layernorm",
-)
-
-# Gemma 3 normalises each branch *after* the sublayer (post_attention_layernorm / post_feedforward_layernorm)
-# before adding it to the residual stream, so the branch outputs are the outputs of those norms.
-GEMMA3 = ArchSpec(
-    name="gemma3",
-    model_types=("gemma3_text",),
-    layers="model.layers",
-    embed="model.embed_tokens",
-    final_norm="model.norm",
-    lm_head="lm_head",
-    rotary="model.rotary_emb",
-    attn="self_attn",
-    o_proj="self_attn.o_proj",
-    attn_out=("post_attention_layernorm", None),
-    mlp_out=("post_feedforward_layernorm", None),
-    resid_mid="pre_feedforward_layernorm",
-    sliding_layers=True,
-)
-
-#: model_type -> ArchSpec. Add an architecture by adding one entry.
-ARCHITECTURES: dict[str, ArchSpec] = {t: spec for spec in (LLAMA, GEMMA3) for t in spec.model_types}
 
 
 @dataclass(frozen=True)
@@ -191,7 +117,9 @@ def unwrap(model: Any) -> Any:
 
 @validate_args(model=[_MODULE])
 def arch_spec(model: Any) -> ArchSpec:
-    """The :class:`ArchSpec` for ``model`` or :class:`UnsupportedModelError` listing supported ones.
+    """The :class:`ArchSpec` for ``model`` or :class:`UnsupportedModelError` saying what is missing.
+
+    A spec attached by :func:`use_generic_sites` wins over the table.
 
     Example
     -------
@@ -200,23 +128,102 @@ def arch_spec(model: Any) -> ArchSpec:
     'llama'
     """
     inner = unwrap(model)
+    attached = getattr(inner, "trustlab_arch_spec", None)
+    if isinstance(attached, ArchSpec):
+        return attached
     config = getattr(inner, "config", None)
     model_type = getattr(config, "model_type", None)
-    supported = ", ".join(sorted(ARCHITECTURES))
     if model_type not in ARCHITECTURES:
-        got = f"model_type {model_type!r}" if model_type else f"an object of type {type(model).__name__}"
-        raise UnsupportedModelError(
-            f"trustlab.llm hook sites support the architectures [{supported}]. Got {got} instead. "
-            "Add an ArchSpec to trustlab.llm.sites.ARCHITECTURES to support it."
-        )
+        raise UnsupportedModelError(_unsupported_message(inner, model_type))
     spec = ARCHITECTURES[model_type]
-    if not hasattr(inner, "lm_head") or not _has_path(inner, spec.layers):
+    if not _has_path(inner, spec.lm_head) or not _has_path(inner, spec.layers):
         raise UnsupportedModelError(
             f"trustlab.llm needs a causal-LM model (e.g. {type(inner).__name__.replace('Model', 'ForCausalLM')})"
-            f" with '{spec.layers}' and 'lm_head'. Got {type(inner).__name__} instead; load it with "
+            f" with '{spec.layers}' and '{spec.lm_head}'. Got {type(inner).__name__} instead; load it with "
             "AutoModelForCausalLM or trustlab.llm.load_model."
         )
     return spec
+
+
+def _unsupported_message(inner: Any, model_type: Any) -> str:
+    supported = ", ".join(sorted(ARCHITECTURES))
+    got = f"model_type {model_type!r} ({type(inner).__name__})" if model_type else (
+        f"an object of type {type(inner).__name__}")
+    _, missing = derive_spec(inner)
+    if missing:
+        why = " Deriving sites from the standard module names fails: not found " + "; ".join(missing) + "."
+    else:
+        why = (" Its module names look standard: trustlab.llm.use_generic_sites(model) derives the sites and "
+               "keeps them if a self-check passes.")
+    return (
+        f"trustlab.llm hook sites support the architectures [{supported}]. Got {got} instead.{why} "
+        "To support it, add one ArchSpec entry to ARCHITECTURES in trustlab/llm/_architectures.py "
+        "(and its tiny config to tests/llm/test_families.py)."
+    )
+
+
+@validate_args(model=[_MODULE], atol=[Interval("real", 0, None)])
+def use_generic_sites(model: Any, *, atol: float = 1e-5) -> ArchSpec:
+    """Derive an :class:`ArchSpec` for an unlisted family from standard module names, self-check it, attach it.
+
+    The self-check runs one forward on a few token ids and requires the ``embed`` site and every block's
+    ``resid_pre`` to equal ``output_hidden_states`` within ``atol``, and ``blocks.{i}.resid_post`` to equal
+    the next block's input. Only then is the spec stored on the model (``model.trustlab_arch_spec``; nothing
+    global changes) and used by every trustlab.llm function. Families in the table need no call.
+
+    Raises
+    ------
+    UnsupportedModelError
+        Listing the modules that were not found, or the site whose check failed.
+
+    Example
+    -------
+    >>> from trustlab.llm import tiny_random_llama
+    >>> use_generic_sites(tiny_random_llama()[0]).name
+    'generic:llama'
+    """
+    import torch
+
+    inner = unwrap(model)
+    spec, missing = derive_spec(inner)
+    if spec is None:
+        raise UnsupportedModelError(
+            f"use_generic_sites cannot derive hook sites for {type(inner).__name__}: not found "
+            + "; ".join(missing) + ". Add an ArchSpec to ARCHITECTURES in trustlab/llm/_architectures.py."
+        )
+    previous = getattr(inner, "trustlab_arch_spec", None)
+    inner.trustlab_arch_spec = spec
+    try:
+        bad = _self_check(inner, spec, float(atol), torch)
+    except Exception as exc:  # noqa: BLE001 - any failure of the derived sites is a failed check
+        bad = f"the checking forward raised {type(exc).__name__}: {exc}"
+    if bad is not None:
+        if previous is None:
+            del inner.trustlab_arch_spec
+        else:
+            inner.trustlab_arch_spec = previous
+        raise UnsupportedModelError(
+            f"The generic hook sites derived for {type(inner).__name__} fail the self-check: {bad}. "
+            "Add an ArchSpec to ARCHITECTURES in trustlab/llm/_architectures.py instead."
+        )
+    return spec
+
+
+def _self_check(inner: Any, spec: ArchSpec, atol: float, torch: Any) -> str | None:
+    from trustlab.llm.hooks import trace
+
+    n = dims(inner).n_layers
+    names = ["embed"] + [f"blocks.{i}.{k}" for i in range(n) for k in ("resid_pre", "resid_post")]
+    ids = torch.arange(3, 9, device=model_device(inner))[None] % max(dims(inner).vocab, 1)
+    with torch.no_grad(), trace(inner, names) as tr:
+        hs = inner(ids, output_hidden_states=True).hidden_states
+    pairs = [("embed", hs[0])] + [(f"blocks.{i}.resid_pre", hs[i]) for i in range(n)]
+    pairs += [(f"blocks.{i}.resid_post", tr[f"blocks.{i + 1}.resid_pre"]) for i in range(n - 1)]
+    for name, want in pairs:
+        got = tr[name]
+        if got.shape != want.shape or float((got - want).abs().max()) > atol:
+            return f"site {name!r} differs from output_hidden_states"
+    return None
 
 
 def _has_path(obj: Any, path: str) -> bool:
@@ -250,6 +257,20 @@ def model_device(model: Any) -> Any:
     return "cpu"
 
 
+def embed_states(model: Any, input_ids: Any, position_ids: Any) -> Any:
+    """The residual stream entering block 0 (``output_hidden_states[0]``) for ``input_ids`` at ``position_ids``.
+
+    The token embedding's output, plus the position embedding and the dropout after the sum where the family
+    has them (GPT-2).
+    """
+    inner = unwrap(model)
+    spec = arch_spec(inner)
+    h = get_module(inner, spec.embed)(input_ids)
+    if spec.pos_embed:
+        h = h + get_module(inner, spec.pos_embed)(position_ids)
+    return get_module(inner, spec.embed_out)(h) if spec.embed_out else h
+
+
 @validate_args(model=[_MODULE])
 def base_model(model: Any) -> Any:
     """The decoder stack (``model.model``) of a causal LM: embeddings, layers and final norm, no head."""
@@ -278,7 +299,7 @@ def dims(model: Any) -> Dims:
         n_kv_heads=int(getattr(cfg, "num_key_value_heads", None) or n_heads),
         d_model=int(cfg.hidden_size),
         d_head=int(d_head),
-        d_mlp=int(cfg.intermediate_size),
+        d_mlp=int(getattr(cfg, "intermediate_size", None) or getattr(cfg, "n_inner", None) or 4 * cfg.hidden_size),
         vocab=int(cfg.vocab_size),
         n_ctx=int(getattr(cfg, "max_position_embeddings", 0) or 0),
     )
@@ -333,7 +354,7 @@ def resolve_site(model: Any, name: str) -> Site:
             f"A hook site must be a str such as 'blocks.0.resid_post'. Got {type(name).__name__} {name!r} instead."
         )
     if name == "embed":
-        return Site(name, "embed", None, spec.embed, "forward", None, True)
+        return Site(name, "embed", None, spec.embed_site, "forward", None, True)
     if name == "logits":  # the causal LM's own output: after any final soft-capping (Gemma)
         return Site(name, "logits", None, "", "forward", None, True)
     match = _BLOCK_RE.match(name)
@@ -382,6 +403,18 @@ def resolve_sites(model: Any, names: str | list[str] | tuple[str, ...]) -> list[
             out.append(resolve_site(model, n))
             seen.add(n)
     return out
+
+
+def head_weight(model: Any, layer: int, head: int) -> Any:
+    """The ``[d_model, d_head]`` block of the attention output projection that maps one head's output.
+
+    ``o_proj(x)`` adds ``head_weight @ x_head`` for each head (``Conv1D`` families store the transpose).
+    """
+    inner = unwrap(model)
+    spec, d = arch_spec(inner), dims(inner)
+    w = get_module(inner, f"{spec.layers}.{layer}.{spec.o_proj}").weight
+    cols = slice(head * d.d_head, (head + 1) * d.d_head)
+    return w[cols, :].T if spec.conv1d else w[:, cols]
 
 
 def check_head(model: Any, head: int, *, owner: str = "head index") -> int:

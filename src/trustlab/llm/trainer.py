@@ -27,6 +27,7 @@ from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
 from trustlab.core.seeding import check_random_state, isolated_global_rng, spawn_seed, thread_settings
 from trustlab.core.threads import limit_threads, preserve_torch_threads
+from trustlab.llm.loading import resolve_device as _resolve_device
 from trustlab.llm.objectives import SFTObjective, StepOutput
 from trustlab.llm.sites import model_device, unwrap
 
@@ -75,10 +76,8 @@ class FitHistory:
 
 @validate_args(device=[str])
 def resolve_device(device: str) -> str:
-    """``"auto"`` -> ``"cuda"`` when available, else ``"cpu"``; any other name is returned as is."""
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
+    """``"auto"`` -> ``"cuda"`` when available, else ``"cpu"``; a CUDA device without CUDA is a ConfigError."""
+    return _resolve_device(device, owner="train")
 
 
 def _lr_factor(step: int, warmup: int, total: int, schedule: str) -> float:

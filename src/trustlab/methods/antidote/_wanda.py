@@ -8,7 +8,6 @@ Wanda score is ``|W_ij| * sqrt(scaler_row[j])``, and the harmful mask marks, wit
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -16,12 +15,13 @@ from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import Boolean, Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
+from trustlab.llm._architectures import LAYER_RE
 
 torch = require("torch", purpose="Antidote pruning")
 
 __all__ = ["prune_targets", "collect_input_norms", "wanda_scores", "row_topk_mask"]
 
-_LAYER = re.compile(r"layers\.(\d+)\.")
+_LAYER = LAYER_RE  # the block index in a module name, for every family in trustlab.llm's table
 _RATIO = [Interval("real", 0, 1, closed="neither")]
 _MODULE = [Satisfies(lambda m: isinstance(m, torch.nn.Module), "a torch model", invalid=["not-a-model"])]
 
@@ -42,6 +42,18 @@ def _resolve_layers(model: Any, layers: Any) -> set[int] | None:
     from trustlab.llm.sites import unwrap
 
     return set(resolve_layers(unwrap(model), layers))
+
+
+def _family_names(model: Any, modules: Sequence[str]) -> list[str]:
+    """Canonical names (``q_proj``...) in the LLM family's terms (GPT-2's fused ``attn.c_attn``); others as given."""
+    from trustlab.core.exceptions import UnsupportedModelError
+    from trustlab.llm.sites import arch_spec
+
+    try:
+        spec = arch_spec(model)
+    except UnsupportedModelError:  # not a causal LM of the table (e.g. a Sequential): names are module paths
+        return list(modules)
+    return spec.translate(list(modules))
 
 
 def _matches(name: str, modules: Sequence[str]) -> bool:
@@ -72,6 +84,9 @@ def _merged_targets(model: Any, modules: Sequence[str], keep: set[int] | None) -
         if "lora_" in name or not _matches(name, modules) or (keep is not None and _layer_of(name) not in keep):
             continue
         mod = getattr(mod, "base_layer", mod)  # a peft-wrapped layer: its base weight
+        if type(mod).__name__ == "Conv1D":  # GPT-2: weight [in, out], the per-row Wanda mask would be transposed
+            raise ConfigError(f"scope='merged' cannot prune {name!r}: it is a transformers Conv1D (GPT-2 style, weight "
+                              "[in, out]) and Wanda's per-output-row mask needs a Linear. Use scope='lora'.")
         w = getattr(mod, "weight", None)
         if isinstance(w, torch.Tensor) and w.ndim == 2:
             out[name] = mod
@@ -95,6 +110,7 @@ def prune_targets(model: Any, scope: str = "lora", modules: Sequence[str] = ("q_
     silent zero-prune).
     """
     keep = _resolve_layers(model, layers)
+    modules = _family_names(model, modules)
     return _lora_targets(model, modules, keep) if scope == "lora" else _merged_targets(model, modules, keep)
 
 

@@ -67,8 +67,8 @@ def function_vector(
     """
     import torch
 
-    from trustlab.llm import arch_spec, dims
-    from trustlab.llm.sites import get_module, unwrap
+    from trustlab.llm import dims
+    from trustlab.llm.sites import head_weight, unwrap
     from trustlab.methods.iclheads._fv import mean_head_activations
 
     inner = unwrap(model)
@@ -83,14 +83,12 @@ def function_vector(
     heads = [(int(a), int(b)) for a, b in heads]
     if not heads:
         raise InputError("function_vector needs at least one head. Got an empty set.")
-    spec = arch_spec(inner)
     out = torch.zeros(d.d_model)
     with torch.no_grad():
         for layer, h in heads:
             if not (0 <= layer < d.n_layers and 0 <= h < d.n_heads):
                 raise InputError(f"Head {(layer, h)} is outside the model's {d.n_layers} x {d.n_heads} heads.")
-            w = get_module(inner, f"{spec.layers}.{layer}.{spec.o_proj}").weight
-            out += w[:, h * d.d_head : (h + 1) * d.d_head].float().cpu() @ torch.as_tensor(means[layer, h])
+            out += head_weight(inner, layer, h).float().cpu() @ torch.as_tensor(means[layer, h])
     return out.numpy()
 
 
