@@ -168,3 +168,35 @@ def test_extra_modules_mirror_pyproject():
         dists.discard("numba")  # an accelerator of the trees extra, not a module trustlab requires
         dists = {{"mlflow_skinny": "mlflow"}.get(d, d) for d in dists}  # the distribution that provides `mlflow`
         assert dists == set(modules), f"extra '{extra}': pyproject {sorted(dists)} vs EXTRA_MODULES {sorted(modules)}"
+
+
+def test_two_threads_fitting_at_once_give_the_sequential_results():
+    """Issue 43: verbs seed and restore the process-wide RNGs; two threads doing that at once must not interleave
+    (a re-entrant lock in isolated_global_rng), so each fit equals the same fit run alone."""
+    import threading
+    import time
+
+    from toys import ToyPredictor
+
+    class GlobalDraws(ToyPredictor):  # draws from numpy's global RNG inside the verb, as third-party code does
+        def _fit(self, X, y):
+            super()._fit(X, y)
+            parts = []
+            for _ in range(5):
+                parts.append(np.random.normal(size=3))
+                time.sleep(0.002)  # let the other thread run in between
+            self.draws_ = np.concatenate(parts)
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 3)), np.arange(30) % 2
+    alone = {s: GlobalDraws(random_state=s).fit(X, y).draws_ for s in (1, 2)}
+    for _ in range(5):
+        got = {}
+        threads = [threading.Thread(target=lambda s=s: got.__setitem__(s, GlobalDraws(random_state=s).fit(X, y).draws_))
+                   for s in (1, 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for s in (1, 2):
+            np.testing.assert_array_equal(got[s], alone[s])

@@ -14,6 +14,7 @@ import contextlib
 import os
 import random
 import sys
+import threading
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -47,6 +48,9 @@ RUNTIME_ENV = {
 
 _MAX_SEED = 2**32 - 1
 
+
+#: held by every isolated_global_rng block (re-entrant: verbs call verbs)
+_GLOBAL_RNG_LOCK = threading.RLock()
 
 def set_runtime_env() -> None:
     """Apply :data:`RUNTIME_ENV` as defaults (values the user already set are kept). CLI, tests and benchmarks only."""
@@ -149,27 +153,32 @@ def isolated_global_rng(seed: int | None = None) -> Iterator[None]:
     ``seed=None`` leaves the globals as they are inside the block (their states are still restored).
     torch's CPU state (and CUDA's, when CUDA is initialised) is restored when torch was imported before
     the block; a torch imported inside the block keeps the state the block left.
+
+    Blocks are serialised across threads by one re-entrant lock (issue 43): two threads calling verbs at once
+    would otherwise seed and restore the same process-wide generators in between each other's draws. A block
+    nested in another on the same thread re-enters the lock.
     """
-    py_state, np_state = random.getstate(), np.random.get_state()
-    torch = sys.modules.get("torch")
-    torch_state = torch.get_rng_state() if torch is not None else None
-    cuda_states = None
-    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        cuda_states = torch.cuda.get_rng_state_all()
-    try:
-        if seed is not None:
-            random.seed(seed)
-            np.random.seed(seed % (2**32))
+    with _GLOBAL_RNG_LOCK:  # one thread at a time: the global RNGs are process-wide
+        py_state, np_state = random.getstate(), np.random.get_state()
+        torch = sys.modules.get("torch")
+        torch_state = torch.get_rng_state() if torch is not None else None
+        cuda_states = None
+        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            cuda_states = torch.cuda.get_rng_state_all()
+        try:
+            if seed is not None:
+                random.seed(seed)
+                np.random.seed(seed % (2**32))
+                if torch is not None:
+                    torch.manual_seed(seed)
+            yield
+        finally:
+            random.setstate(py_state)
+            np.random.set_state(np_state)
             if torch is not None:
-                torch.manual_seed(seed)
-        yield
-    finally:
-        random.setstate(py_state)
-        np.random.set_state(np_state)
-        if torch is not None:
-            torch.set_rng_state(torch_state)
-            if cuda_states is not None:
-                torch.cuda.set_rng_state_all(cuda_states)
+                torch.set_rng_state(torch_state)
+                if cuda_states is not None:
+                    torch.cuda.set_rng_state_all(cuda_states)
 
 
 def seed_everything(seed: int | None) -> np.random.Generator:
