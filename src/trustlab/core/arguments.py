@@ -12,23 +12,29 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
+from trustlab.core._declare import takes_any
 from trustlab.core.constraints import (
     NO_EXAMPLE,
+    AnyValue,
     Constraint,
+    InstanceOf,
     make_constraint,
     short_repr,
     valid_example,
     validate_value,
 )
 from trustlab.core.exceptions import InputError
-from trustlab.core.validation import non_numeric_columns
 
-__all__ = ["validate_args", "ArrayLike", "SequenceOf", "declared_args", "NO_EXAMPLE"]
+__all__ = ["validate_args", "ArrayLike", "SequenceOf", "HasMethods", "PATH", "AnyValue", "takes_any",
+           "declared_args", "NO_EXAMPLE"]
+
+_RULE_INPUT = "a rule tests any value"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,7 +68,12 @@ class ArrayLike(Constraint):
         self.ndim = None if ndim is None else ((ndim,) if isinstance(ndim, int) else tuple(ndim))
         self.dtype, self.finite, self.min_len, self.low, self.high = dtype, finite, min_len, low, high
 
+    @takes_any(value=_RULE_INPUT)
     def why_not(self, value: Any) -> str:
+        from trustlab.core.validation import (
+            non_numeric_columns,  # validation declares its rules with this module
+        )
+
         if self.dtype != "any" and (why := non_numeric_columns(value)):
             return why
         arr = _as_array(value)
@@ -84,6 +95,7 @@ class ArrayLike(Constraint):
             return f"maximum {np.nanmax(arr)!r}"
         return ""
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         arr = _as_array(value)
         if arr is None or (arr.dtype == object and self.dtype != "any"):
@@ -145,6 +157,7 @@ class SequenceOf(Constraint):
     def __init__(self, rule: Any, *, min_len: int = 1, unique: bool = False) -> None:
         self.rule, self.min_len, self.unique = make_constraint(rule), min_len, unique
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         if not isinstance(value, list | tuple) or len(value) < self.min_len:
             return False
@@ -173,17 +186,65 @@ class SequenceOf(Constraint):
         return [v] * max(1, self.min_len)
 
 
+class HasMethods(Constraint):
+    """An object with the named methods (duck typing: a torch module, a tokenizer, a fitted estimator).
+
+    ``HasMethods("state_dict", "parameters", what="a torch.nn.Module")``: ``what`` is how the message names it.
+    """
+
+    def __init__(self, *methods: str, what: str) -> None:
+        self.methods, self.what = methods, what
+
+    @takes_any(value=_RULE_INPUT)
+    def is_satisfied_by(self, value: Any) -> bool:
+        return not isinstance(value, type) and all(callable(getattr(value, m, None)) for m in self.methods)
+
+    def describe(self) -> str:
+        return f"{self.what} (an object with {', '.join(self.methods)})"
+
+    def invalid_examples(self) -> list[Any]:
+        return [None, "__not_an_object_with_methods__", 3]
+
+
+#: a file or folder path: a str or an os.PathLike (pathlib.Path)
+PATH = InstanceOf(str, os.PathLike)
+
+
 def _owner_of(fn: Callable[..., Any]) -> str:
     return fn.__qualname__.replace(".<locals>", "")
 
 
+def _bound_name(fn: Callable[..., Any], sig: inspect.Signature) -> str | None:
+    """``"self"``/``"cls"`` for a method defined in a class body (its owner is named after the instance)."""
+    first = next(iter(sig.parameters), None)
+    return first if first in ("self", "cls") and "." in _owner_of(fn) else None
+
+
+def runtime_owner(fn: Any, bound: Any = None) -> str:
+    """How messages name ``fn``: ``Class.method`` with the class of ``bound`` (an instance or a class) for a
+    method, else the function's qualified name."""
+    if bound is None:
+        return getattr(fn, "__trustlab_owner__", None) or _owner_of(fn)
+    cls = bound if isinstance(bound, type) else type(bound)
+    return f"{cls.__name__}.{fn.__name__}"
+
+
+def _table(rules: dict[str, Any]) -> dict[str, Any]:
+    return {n: (r if r == "no_validation" else [make_constraint(x) for x in (r if isinstance(r, list) else [r])])
+            for n, r in rules.items()}
+
+
+@takes_any(_example="a factory of example keyword arguments", rules="each is checked by make_constraint")
 def validate_args(_example: Callable[[], dict[str, Any]] | None = None, **rules: Any) -> Callable[[F], F]:
-    """Declare and enforce the rules of a function's arguments (see the module docstring).
+    """Declare and enforce the rules of a function's or method's arguments (see the module docstring).
 
     Each keyword names an argument of the decorated function and gives its rule list (a single rule is
-    accepted too; ``"no_validation"`` documents an argument that is checked in the body). ``_example``
-    optionally returns valid keyword arguments, used by the generated invalid-input test as the base call
-    where the rules alone cannot make up valid values.
+    accepted too). ``AnyValue("reason")`` records an argument that accepts any object by design (a payload,
+    or a value the body validates, e.g. a role's ``_validate_X``); a function whose rules are all
+    ``AnyValue`` is not wrapped at all. ``"no_validation"`` is the legacy marker: it is not checked and the
+    coverage test counts it as undeclared. ``_example`` optionally returns valid keyword arguments, used by
+    the generated invalid-input test as the base call where the rules alone cannot make up valid values.
+    On a method the message names ``Class.method`` with the instance's own class.
     """
 
     def deco(fn: F) -> F:
@@ -191,9 +252,13 @@ def validate_args(_example: Callable[[], dict[str, Any]] | None = None, **rules:
         unknown = [n for n in rules if n not in sig.parameters]
         if unknown:
             raise TypeError(f"validate_args on {fn.__qualname__}: no argument(s) named {unknown}.")
-        table = {n: (r if r == "no_validation" else [make_constraint(x) for x in (r if isinstance(r, list) else [r])])
-                 for n, r in rules.items()}
-        owner = _owner_of(fn)
+        table = _table(rules)
+        owner, bound_to = _owner_of(fn), _bound_name(fn, sig)
+        checked = {n: c for n, c in table.items() if c != "no_validation" and not all(isinstance(x, AnyValue) for x in c)}
+        if not checked:
+            fn.__trustlab_args__, fn.__trustlab_owner__ = table, owner  # type: ignore[attr-defined]
+            fn.__trustlab_example__ = _example  # type: ignore[attr-defined]
+            return fn
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -202,11 +267,10 @@ def validate_args(_example: Callable[[], dict[str, Any]] | None = None, **rules:
             except TypeError as exc:
                 raise TypeError(f"{owner}: {exc}") from None
             values = bound.arguments
-            for name, cons in table.items():
-                if cons == "no_validation":
-                    continue
+            who = owner if bound_to is None else runtime_owner(wrapper, values.get(bound_to))
+            for name, cons in checked.items():
                 value = values[name] if name in values else sig.parameters[name].default
-                validate_value(owner, name, value, cons, noun="argument")
+                validate_value(who, name, value, cons, noun="argument")
             return fn(*args, **kwargs)
 
         wrapper.__trustlab_args__ = table  # type: ignore[attr-defined]
@@ -217,15 +281,21 @@ def validate_args(_example: Callable[[], dict[str, Any]] | None = None, **rules:
     return deco
 
 
+@takes_any(fn="any object: None when it declares nothing")
 def declared_args(fn: Any) -> dict[str, Any] | None:
-    """The rule table a function declared with :func:`validate_args`, or None."""
-    return getattr(fn, "__trustlab_args__", None)
+    """The rule table a function declared with :func:`validate_args` or :func:`takes_any`, or None."""
+    table = getattr(fn, "__trustlab_args__", None)
+    reasons = getattr(fn, "__trustlab_any__", None)
+    if reasons is None:
+        return table
+    return {**{n: [AnyValue(r)] for n, r in reasons.items()}, **(table or {})}
 
 
+@takes_any(fn="a function declared with validate_args")
 def example_call(fn: Any) -> dict[str, Any]:
     """Valid keyword arguments for ``fn`` built from its example or its rules (NO_EXAMPLE where none)."""
     base = dict(fn.__trustlab_example__()) if getattr(fn, "__trustlab_example__", None) else {}
-    for name, cons in fn.__trustlab_args__.items():
+    for name, cons in (declared_args(fn) or {}).items():
         if name not in base and cons != "no_validation":
             base[name] = valid_example(cons)
     return base

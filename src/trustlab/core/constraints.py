@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core._declare import takes_any
 from trustlab.core.exceptions import ConfigError
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "CallableRule",
     "RandomStateRule",
     "Satisfies",
+    "AnyValue",
     "NONE",
     "NO_EXAMPLE",
     "valid_example",
@@ -38,6 +40,9 @@ __all__ = [
 ]
 
 _NOT_SET = object()
+#: why the rule machinery below takes any value: it is the validator (checking it with itself would recurse)
+_RULE_INPUT = "a rule tests any value"
+_MACHINERY = "part of the validator itself; checking it with the rules would recurse"
 
 
 class _NoExample:
@@ -52,6 +57,7 @@ NO_EXAMPLE: Any = _NoExample()
 class Constraint:
     """Base class of a rule: ``is_satisfied_by(v)``, ``describe()`` and ``invalid_example()``."""
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -93,6 +99,7 @@ class Interval(Constraint):
     def _type_ok(self, v: Any) -> bool:
         return _is_int(v) if self.kind is int else _is_real(v)
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         if not self._type_ok(value):
             return False
@@ -160,6 +167,7 @@ class Options(Constraint):
     def __init__(self, values: Iterable[Any]) -> None:
         object.__setattr__(self, "values", tuple(values))
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         try:
             return any(value == v and type(value) is type(v) for v in self.values)
@@ -169,6 +177,7 @@ class Options(Constraint):
     def describe(self) -> str:
         return "one of {" + ", ".join(repr(v) for v in self.values) + "}"
 
+    @takes_any(value=_RULE_INPUT)
     def why_not(self, value: Any) -> str:
         """A "did you mean" hint for a misspelt string option ("" otherwise)."""
         from trustlab.core.exceptions import did_you_mean
@@ -192,6 +201,7 @@ class InstanceOf(Constraint):
     def __init__(self, *types: type) -> None:
         object.__setattr__(self, "types", tuple(types))
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         if bool not in self.types and isinstance(value, bool) and any(
             t in (int, float, numbers.Integral, numbers.Real) for t in self.types
@@ -220,6 +230,7 @@ class InstanceOf(Constraint):
 class Boolean(Constraint):
     """A bool (numpy bools included)."""
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         return isinstance(value, bool | np.bool_)
 
@@ -242,6 +253,7 @@ class Boolean(Constraint):
 class CallableRule(Constraint):
     """A callable."""
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         return callable(value)
 
@@ -258,6 +270,7 @@ class CallableRule(Constraint):
 class RandomStateRule(Constraint):
     """``None``, an int in [0, 2**32 - 1] or a numpy ``Generator`` (the one random_state rule)."""
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         if value is None or isinstance(value, np.random.Generator):
             return True
@@ -280,6 +293,7 @@ class Satisfies(Constraint):
                  valid: Any = NO_EXAMPLE):
         self.predicate, self.description, self.invalid, self.valid = predicate, description, list(invalid), valid
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         try:
             return bool(self.predicate(value))
@@ -296,11 +310,42 @@ class Satisfies(Constraint):
         return self.valid
 
 
+class AnyValue(Constraint):
+    """Accepts every value: the written decision that an argument takes any object, with its reason.
+
+    ``AnyValue("a constraint tests any value")``. The reason is required, so every "anything goes" in a
+    declaration says why (the value is a payload, or the body validates it, e.g. a role's ``_validate_X``).
+    No invalid value exists, so the generated invalid-input test has no case for such an argument.
+    """
+
+    def __init__(self, reason: str, example: Any = None) -> None:
+        if not isinstance(reason, str) or not reason.strip():
+            raise TypeError("AnyValue needs a reason: AnyValue('why this argument accepts any value').")
+        self.reason, self.example = reason, example
+
+    @takes_any(value=_RULE_INPUT)
+    def is_satisfied_by(self, value: Any) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"any value ({self.reason})"
+
+    def invalid_examples(self) -> list[Any]:
+        return []
+
+    def valid_example(self) -> Any:
+        return self.example
+
+    def __repr__(self) -> str:
+        return f"AnyValue({self.reason!r})"
+
+
 def _noop(*args: Any, **kwargs: Any) -> None:
     return None
 
 
 class _NoneRule(Constraint):
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         return value is None
 
@@ -317,6 +362,7 @@ class _NoneRule(Constraint):
 NONE = _NoneRule()
 
 
+@takes_any(rule=_MACHINERY)
 def make_constraint(rule: Any) -> Constraint:
     """Turn shorthand into a Constraint: None, "boolean", "callable", "random_state", a type, a set."""
     if isinstance(rule, Constraint):
@@ -344,6 +390,7 @@ def _describe_all(rules: list[Constraint]) -> str:
     return text
 
 
+@takes_any(value=_MACHINERY, limit=_MACHINERY)
 def short_repr(value: Any, limit: int = 120) -> str:
     """``repr(value)`` cut to ``limit`` characters; arrays are summarised by dtype and shape."""
     if isinstance(value, np.ndarray) and value.size > 8:
@@ -356,6 +403,7 @@ def short_repr(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+@takes_any(owner=_MACHINERY, name=_MACHINERY, value=_MACHINERY, rules=_MACHINERY, noun=_MACHINERY)
 def validate_value(owner: str, name: str, value: Any, rules: list[Any], *, noun: str = "parameter") -> None:
     """Raise the template error unless ``value`` satisfies a rule of ``rules``.
 
@@ -373,6 +421,7 @@ def validate_value(owner: str, name: str, value: Any, rules: list[Any], *, noun:
     )
 
 
+@takes_any(owner=_MACHINERY, params=_MACHINERY, constraints=_MACHINERY)
 def validate_params(owner: str, params: Mapping[str, Any], constraints: Mapping[str, list[Any]]) -> None:
     """Validate every parameter that has rules; parameters without rules are not checked."""
     for name, rules in constraints.items():
@@ -383,6 +432,7 @@ def validate_params(owner: str, params: Mapping[str, Any], constraints: Mapping[
         validate_value(owner, name, params[name], list(rules))
 
 
+@takes_any(rules=_MACHINERY)
 def invalid_values(rules: list[Any]) -> list[Any]:
     """Values that break *every* rule of the list (empty when none can be generated)."""
     cons = [make_constraint(r) for r in rules]
@@ -401,6 +451,7 @@ def invalid_values(rules: list[Any]) -> list[Any]:
     return out
 
 
+@takes_any(rules=_MACHINERY)
 def valid_example(rules: list[Any]) -> Any:
     """A value satisfying at least one rule of the list (None allowed last), or :data:`NO_EXAMPLE`."""
     cons = [make_constraint(r) for r in rules]
