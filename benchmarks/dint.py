@@ -1,7 +1,7 @@
 """Benchmark: training-step time of a ReFT intervention at a late block (replay) vs layer 0 (full backward),
 and the trainable-parameter count of each arm vs LoRA (issue 26, "Performance").
 
-Run: ``/work/notes/cpu python benchmarks/dint.py [--steps 6] [--train-steps 0] [--out f.json]``.
+Run: ``OMP_NUM_THREADS=1 python benchmarks/dint.py [--steps 6] [--train-steps 0] [--out f.json]``.
 
 Setting: SmolLM2-135M-Instruct, ArithLite prompts (chat template), batch 8, rank 8 at f4+l4. Timed: the median
 optimizer step of ``fit_intervention`` (after one warm-up step) for LoReFT and D-ReFT at layer 0 and at block

