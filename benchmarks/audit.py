@@ -1,6 +1,6 @@
 """Benchmark: a full ``trustlab audit`` of a 200-tree random forest on a 5,000-row, 20-feature table (issue 30).
 
-Run: ``/work/notes/cpu python benchmarks/audit.py [--rows 5000] [--features 20] [--trees 200] [--executor local]
+Run: ``OMP_NUM_THREADS=1 python benchmarks/audit.py [--rows 5000] [--features 20] [--trees 200] [--executor local]
 [--workers 2] [--out f.json]``.
 
 Target (issue 30): <= 5 min on 2 cores with the default budgets. The table is sklearn's ``make_classification``
