@@ -16,13 +16,15 @@ import numpy as np
 
 from trustlab.audit._report import CheckOutcome, figure_png
 
-__all__ = ["AuditInputs", "CHECKS", "DEFAULTS", "run_check"]
+__all__ = ["AuditInputs", "CHECKS", "DEFAULTS", "METRICS", "run_check"]
 
 
 @dataclass
 class AuditInputs:
     """What every check sees: the fitted model, an unfitted twin to refit (None when the model cannot be
-    refitted), numeric train/held-out rows with labels encoded ``0..C-1`` and the audit's seed."""
+    refitted), both on model codes ``R_train``/``R_test`` (the user's table, decoded inside the model), the data
+    encoding ``X_train``/``X_test`` (finite numbers, for the data checks) with labels encoded ``0..C-1``, and the
+    audit's seed."""
 
     model: Any
     estimator: Any
@@ -39,6 +41,9 @@ class AuditInputs:
     progress: bool = False
     model_accuracy: float = field(default=float("nan"))
     raw_model: Any = None
+    R_train: Any = None  # model codes (``trustlab.audit._table``): what the model and its refits are given
+    R_test: Any = None
+    schema: Any = None
 
     def proba(self, X: np.ndarray) -> np.ndarray:
         """The model's probabilities with columns in the order of ``classes``."""
@@ -60,6 +65,18 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "explanation_controls": {"n_rows": 40, "n_background": 30},
     "interpretability_gap": {"depth_budget": 4, "time_limit": 60.0, "max_gap": 0.05},
 }
+
+
+#: metric names each check can report (``--fail-on`` knows a metric of a check that did not run is no typo)
+METRICS: dict[str, list[str]] = {
+    "data_quality": ["duplicate_rows", "near_duplicate_rows", "suspect_labels", "suspect_label_share"],
+    "leakage": ["leakage_best_accuracy", "model_accuracy", "leakage_gap", "leaky_features"],
+    "membership": ["membership_auc", "membership_auc_rmia", "membership_auc_threshold_loss",
+                   "membership_tpr_at_fpr_rmia", "membership_tpr_at_fpr_threshold_loss"],
+    "multiplicity": ["arbitrariness", "mean_prediction_std", "unstable_points", "accuracy_spread"],
+    "explanation_stability": ["unstable_features", "defensible_pipelines"],
+    "explanation_controls": ["controls_failed"],
+    "interpretability_gap": ["sparse_tree_accuracy", "interpretability_gap"]}
 
 
 def _outcome(name: str, status: str, headline: str, **kw: Any) -> CheckOutcome:
@@ -176,7 +193,7 @@ def _membership(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
                      "given already fitted, so trustlab cannot tell members from non-members)", s)
     if a.estimator is None:
         return _skip("membership", "RMIA needs reference models of the same kind; this model cannot be refitted", s)
-    X = np.vstack([a.X_train, a.X_test])
+    X = np.vstack([a.R_train, a.R_test])
     y = np.r_[a.y_train, a.y_test]
     member = np.r_[np.ones(len(a.y_train), bool), np.zeros(len(a.y_test), bool)]
     logits = np.log(np.clip(a.proba(X), 1e-6, 1.0))
@@ -215,8 +232,7 @@ def _refit_factory(estimator: Any) -> Callable[[int], Any]:
 
     def make(seed: int) -> Any:
         est = clone(estimator)
-        keys = [k for k in est.get_params() if k == "random_state" or k.endswith("__random_state")]
-        return est.set_params(**dict.fromkeys(keys, seed)) if keys else est
+        return est.set_params(random_state=seed)  # a TableModel: seeds every random_state inside
 
     return make
 
@@ -229,7 +245,7 @@ def _multiplicity(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
     aud = MultiplicityAudit(factory=_refit_factory(a.estimator), n_models=int(s["n_models"]),
                             bootstrap=bool(s["bootstrap"]), k=int(s["k"]), mc_masks=0, relative=True,
                             random_state=a.seed % 2**31)
-    rep = aud.audit(a.X_train, a.y_train, a.X_test, a.y_test)
+    rep = aud.audit(a.R_train, a.y_train, a.R_test, a.y_test)
     arb = float(rep.summary["arbitrariness"])
     flagged = arb > s["max_arbitrariness"]
     flips = np.flatnonzero(rep.flips)
@@ -301,11 +317,12 @@ def _explanation_controls(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
 
     if not is_available("shap"):
         return _skip("explanation_controls", "needs shap (pip install 'trustlab[audit]')", s)
-    if a.X_train.shape[1] < 2:
+    if a.R_train.shape[1] < 2:
         return _skip("explanation_controls", "needs at least two features (rank correlations are undefined)", s)
     rows = np.random.default_rng(a.seed).permutation(len(a.y_test))[: int(s["n_rows"])]
-    model = a.raw_model if a.raw_model is not None else a.model  # the user's own object: tree explainers see trees
-    exp = explain(model, a.X_test[rows], X_train=a.X_train, y_train=a.y_train, feature_names=a.feature_names,
+    # a plain numeric table: the user's own object, so tree explainers see trees; else the model on its codes
+    model = a.raw_model if a.raw_model is not None else a.model.inner
+    exp = explain(model, a.R_test[rows], X_train=a.R_train, y_train=a.y_train, feature_names=a.schema.columns,
                   n_background=int(s["n_background"]), random_state=a.seed)
     v = exp.verdict
     status = {"PASS": "ok", "FAIL": "flag"}.get(exp.status, "info")
