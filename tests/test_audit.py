@@ -62,7 +62,8 @@ def test_planted_table_flags_the_planted_problems_and_their_rows(planted):
     # the flagged rows are the flipped rows (and copies of flipped rows, which carry the same wrong label)
     copies = {int(r) for r, src in prov["duplicate_of"].items() if src in flips}
     found = set(dq.rows["suspect_labels"])
-    assert len(found & flips) >= 0.9 * len(flips)
+    assert len(found & flips) >= 0.8 * len(flips)  # cleanlab finds 26 of the 30 (docs/audit.md)
+    assert len(set(dq.rows["knn_suspect_labels"]) & flips) >= 0.9 * len(flips)  # the KNN-Shapley rule 30
     assert found <= flips | copies
     leak = planted.check("leakage")
     assert leak.status == "flag" and leak.details == ["leaky features: ['leak']"]
@@ -78,8 +79,11 @@ def test_clean_table_flags_nothing(clean):
 
 
 def test_planted_flags_beyond_the_planted_checks_are_the_documented_ones(planted):
-    """Label noise is memorised (the RMIA AUC rises above 0.6): the one extra flag, documented in docs/audit.md."""
-    assert set(planted.flagged) == {"data_quality", "leakage", "membership"}
+    """Label noise is memorised (the RMIA AUC rises above 0.6), but on 630 rows its 95 % lower bound does not clear
+    0.6, so membership is not flagged since issue 42 (docs/audit.md)."""
+    assert set(planted.flagged) == {"data_quality", "leakage"}
+    m = planted.check("membership").metrics
+    assert m["membership_auc"] > 0.6 >= m["membership_auc_lower"]
     assert planted.check("explanation_controls").status == "ok"
     assert planted.check("multiplicity").status == "ok"
     assert planted.check("interpretability_gap").status == "info"
@@ -388,12 +392,11 @@ def test_fit_reference_estimators_complementary_halves():
 @pytest.mark.slow
 def test_full_audit_with_default_settings_on_both_tables():
     """Every check with its default budgets (explanation stability included; about 70 s per table)."""
-    for name, expected in (("clean", set()), ("planted", {"data_quality", "leakage", "membership",
-                                                           "explanation_stability"})):
+    for name, expected in (("clean", set()), ("planted", {"data_quality", "leakage", "explanation_stability"})):
         X, y = _xy(name)
         rep = audit(SPEC, X, y, random_state=0)
         assert set(rep.flagged) == expected, (name, [(c.name, c.status, c.headline) for c in rep.checks])
-        assert not [c.name for c in rep.checks if c.status in ("error", "skipped")]
+        assert [c.name for c in rep.checks if c.status in ("error", "skipped")] == ["fairness"]  # no --sensitive
 
 
 def _planted_ablation(remove: str) -> tuple[pd.DataFrame, pd.Series]:
@@ -485,7 +488,8 @@ def _pipeline():
 SMALL = ["--set", "membership.n_reference=2", "--set", "multiplicity.n_models=3", "--set",
          "explanation_stability.max_rows=200", "--set", "explanation_stability.n_explore=2", "--set",
          "explanation_stability.budget=1", "--set", "explanation_stability.n_features=1", "--set",
-         "explanation_controls.n_rows=8", "--set", "explanation_controls.n_background=8"]
+         "explanation_controls.n_rows=8", "--set", "explanation_controls.n_background=8", "--set",
+         "fairness.n_boot=20", "--sensitive", "city"]
 
 
 def test_skops_pipeline_with_string_categoricals_and_nan_audits_end_to_end(tmp_path):
@@ -544,3 +548,84 @@ def test_table_codes_decode_back_to_the_users_table():
     pd.testing.assert_frame_equal(sch.decode(Rs), df)
     Z, names = schema.encode(R)
     assert np.isfinite(Z).all() and "city=north" in names and "city=missing" in names and "f1=missing" in names
+
+
+# -- the checks added in issue 42: conflicting labels, calibration, drift, fairness --------------------------------
+def test_conflicting_label_duplicates_are_reported():
+    X, y = _xy("clean")
+    rows = [3, 10, 50]
+    X2 = pd.concat([X, X.iloc[rows]], ignore_index=True)
+    y2 = pd.concat([y, 1 - y.iloc[rows]], ignore_index=True)
+    dq = audit(SPEC, X2, y2, checks="data_quality", random_state=0).check("data_quality")
+    assert dq.metrics["conflicting_label_rows"] == 6 and dq.status == "flag"
+    assert set(dq.rows["conflicting_labels"]) == set(rows) | {600, 601, 602}
+    assert dq.metrics["duplicate_rows"] == 0  # a copy with another label is a conflict, not a duplicate
+
+
+class _Sharpened:
+    """A fitted logistic regression whose probabilities are sharpened (temperature 0.1): overconfident."""
+
+    def __init__(self, model):
+        self.model, self.classes_ = model, model.classes_
+
+    def fit(self, X, y):
+        return self
+
+    def predict_proba(self, X):
+        logit = self.model.decision_function(X) / 0.1
+        p = 1 / (1 + np.exp(-logit))
+        return np.c_[1 - p, p]
+
+
+def test_calibration_flags_an_overconfident_model_and_not_a_calibrated_one():
+    from sklearn.linear_model import LogisticRegression
+
+    df = read_table("example:planted")  # 30 flipped labels: an overconfident model is wrong with confidence
+    X, y = df.drop(columns="y"), df["y"]
+    lr = LogisticRegression().fit(X.iloc[:400], y.iloc[:400])
+    kw = {"X_test": X.iloc[400:], "y_test": y.iloc[400:], "checks": "calibration"}
+    ok = audit(lr, X.iloc[:400], y.iloc[:400], **kw).check("calibration")
+    bad = audit(_Sharpened(lr), X.iloc[:400], y.iloc[:400], **kw).check("calibration")
+    assert ok.status == "ok" and bad.status == "info", (ok.headline, bad.headline)  # reported, not gated by default
+    gated = audit(_Sharpened(lr), X.iloc[:400], y.iloc[:400], settings={"calibration": {"max_ece": 0.05}}, **kw)
+    assert gated.check("calibration").status == "flag"
+    assert bad.metrics["calibration_ece"] > 2 * ok.metrics["calibration_ece"]
+    from sklearn.metrics import brier_score_loss
+
+    assert ok.metrics["brier_score"] == pytest.approx(brier_score_loss(y.iloc[400:], lr.predict_proba(X.iloc[400:])[:, 1]))
+
+
+def test_drift_flags_a_shifted_test_table_and_names_the_feature():
+    X, y = _xy("clean")
+    same = audit(SPEC, X.iloc[:400], y.iloc[:400], X_test=X.iloc[400:], y_test=y.iloc[400:], checks="drift")
+    shifted = X.iloc[400:].assign(f4=X["f4"].iloc[400:] + 1.5)
+    moved = audit(SPEC, X.iloc[:400], y.iloc[:400], X_test=shifted, y_test=y.iloc[400:], checks="drift")
+    assert same.check("drift").status == "ok" and same.check("drift").metrics["drifted_features"] == 0
+    d = moved.check("drift")
+    # a 1.5 sd shift of one feature: the best possible domain AUC is Phi(1.5 / sqrt 2) = 0.86
+    assert d.status == "flag" and d.metrics["domain_auc"] > 0.7 and d.metrics["drifted_features"] == 1
+    assert d.details[0].startswith("f4 (KS)")
+
+
+def test_fairness_slices_match_the_selection_rates_per_group():
+    df = _mixed_table()
+    X, y = df.drop(columns="y"), df["y"]
+    spec = ("sklearn.pipeline.Pipeline([('pre', sklearn.compose.ColumnTransformer(["
+            "('cat', sklearn.preprocessing.OneHotEncoder(handle_unknown='ignore'), ['city']), "
+            "('num', sklearn.impute.SimpleImputer(), ['f0', 'f1', 'f2', 'f3', 'f4', 'f5'])])), "
+            "('m', sklearn.linear_model.LogisticRegression())])")
+    rep = audit(spec, X, y, checks="fairness", sensitive=["city"], settings={"fairness": {"n_boot": 20}})
+    f = rep.check("fairness")
+    # the same model refitted here: its held-out predictions' positive rate per city group
+    model = parse_estimator(spec)
+    from sklearn.model_selection import train_test_split
+
+    tr, te = train_test_split(np.arange(len(y)), test_size=0.3, random_state=0, stratify=y)
+    pred = model.fit(X.iloc[np.sort(tr)], y.iloc[np.sort(tr)]).predict(X.iloc[np.sort(te)])
+    groups = X["city"].iloc[np.sort(te)].fillna("missing").to_numpy()
+    rates = [pred[groups == g].mean() for g in np.unique(groups)]
+    assert f.metrics["fairness_city_demographic_parity_difference"] == pytest.approx(max(rates) - min(rates))
+    assert f.status == "flag"  # city carries the label by construction, so the selection rates differ
+    assert audit(spec, X, y, checks="fairness").check("fairness").status == "skipped"
+    with pytest.raises(InputError, match="Did you mean 'city'"):
+        audit(spec, X, y, checks="fairness", sensitive=["cty"])

@@ -183,11 +183,13 @@ _LABELS = Satisfies(lambda v: getattr(v, "ndim", np.ndim(v) if isinstance(v, lis
     checks=[InstanceOf(str), SequenceOf(InstanceOf(str))], settings=[None, InstanceOf(dict)],
     fail_on=[InstanceOf(str), SequenceOf(InstanceOf(str))], test_size=[Interval(float, 0, 1, closed="neither")],
     feature_names=[None, SequenceOf(InstanceOf(str))], executor=[None, InstanceOf(Executor)],
-    progress=["boolean"], command=[InstanceOf(str)], random_state=["random_state"])
+    sensitive=[SequenceOf(InstanceOf(str), min_len=0)], progress=["boolean"], command=[InstanceOf(str)],
+    random_state=["random_state"])
 def audit(model: Any, X: Any, y: Any, *, X_test: Any = None, y_test: Any = None, checks: str | Sequence[str] = "all",
           settings: dict[str, dict[str, Any]] | None = None, fail_on: str | Sequence[str] = "",
           test_size: float = 0.3, feature_names: Sequence[str] | None = None, executor: Executor | None = None,
-          progress: bool = False, command: str = "", random_state: Any = 0) -> AuditReport:
+          sensitive: Sequence[str] = (), progress: bool = False, command: str = "", random_state: Any = 0
+          ) -> AuditReport:
     """Audit a classifier and its data with every applicable check (see ``CHECKS`` and docs/audit.md).
 
     Parameters
@@ -200,6 +202,7 @@ def audit(model: Any, X: Any, y: Any, *, X_test: Any = None, y_test: Any = None,
         membership check is then skipped: trustlab cannot know which rows it was trained on).
     checks : "all" or names; settings : per-check overrides of ``DEFAULTS``; fail_on : policy rules
         (:func:`parse_fail_on`), recorded on the report (``report.policy_failures``).
+    sensitive : columns of ``X`` whose groups the fairness check compares (at most 50 distinct values each).
     executor : run the checks as independent tasks (``trustlab.core.executor``; e.g. a process pool or Ray).
     random_state : int, Generator or None (one int seed is drawn from it and recorded).
     """
@@ -223,6 +226,7 @@ def audit(model: Any, X: Any, y: Any, *, X_test: Any = None, y_test: Any = None,
         warnings.filterwarnings("ignore", message="X has feature names")
         fitted, twin, d = _prepare(model, X, y, X_test, y_test, feature_names, test_size, seed)
         inputs = _inputs(fitted, twin, d, seed, progress)
+        inputs.sensitive = _sensitive(d, list(sensitive))
         outcomes = map_items(executor, lambda name: run_check(name, inputs, merged[name]), names, seed=seed,
                              desc="audit checks", show_progress=progress)
     tr, te = d["tr"], d["te"]
@@ -239,6 +243,27 @@ def audit(model: Any, X: Any, y: Any, *, X_test: Any = None, y_test: Any = None,
     report.policy = [str(r) for r in rules]
     report.policy_failures = evaluate_fail_on(report, rules)
     return report
+
+
+def _sensitive(d: dict[str, Any], columns: list[str]) -> dict[str, Any]:
+    """The held-out rows' values of each sensitive column (decoded from the model codes: the user's values)."""
+    schema = d["schema"]
+    bad = [c for c in columns if c not in schema.columns]
+    if bad:
+        raise InputError(f"The 'sensitive' argument of audit must name columns of X. Got {bad[0]!r}."
+                         f"{did_you_mean(bad[0], schema.columns)}")
+    if not columns:
+        return {}
+    table = schema.decode(d["R"][d["te"]])
+    out = {}
+    for c in columns:
+        values = np.asarray(table[c] if schema.frame else table[:, schema.columns.index(c)], dtype=object)
+        values = np.where(np.asarray([v is None or v != v for v in values]), "missing", values)
+        if len(set(values.tolist())) > 50:
+            raise InputError(f"The 'sensitive' argument of audit: column {c!r} has {len(set(values.tolist()))} distinct "
+                             "values on the held-out rows; a group column needs at most 50 (bin it first).")
+        out[c] = values
+    return out
 
 
 def _inputs(fitted: TableModel, twin: TableModel | None, d: dict[str, Any], seed: int, progress: bool) -> AuditInputs:

@@ -46,7 +46,7 @@ def audit_command(
     = None,
     checks: Annotated[str, typer.Option(help="all, or a comma-separated list of: data_quality, leakage, membership, "
                                         "multiplicity, explanation_stability, explanation_controls, "
-                                        "interpretability_gap")] = "all",
+                                        "interpretability_gap, calibration, drift, fairness")] = "all",
     out: Annotated[Path, typer.Option(help="folder for report.html, report.md, report.json and plots/")] = Path("audit"),
     fail_on: Annotated[str | None, typer.Option(help="exit 1 when a rule holds, e.g. 'membership_auc>0.6,"
                                                 "duplicate_rows>0' or 'any' (a flagged check)")] = None,
@@ -61,6 +61,8 @@ def audit_command(
     executor: Annotated[str, typer.Option(help="where the independent checks run: local, process or ray")] = "local",
     workers: Annotated[int | None, typer.Option(help="process-pool size or local Ray CPUs")] = None,
     progress: Annotated[bool, typer.Option(help="progress bars on stderr")] = True,
+    sensitive: Annotated[list[str] | None, typer.Option(help="a column whose groups the fairness check compares "
+                                                         "(repeat the option)")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="a check setting, check.param=value (e.g. "
                                                   "membership.n_reference=8; repeat the option)")] = None,
 ) -> None:
@@ -90,7 +92,7 @@ def audit_command(
 
             ex = make_executor(executor, workers=workers)
         try:
-            report = audit(the_model, X, y, X_test=X_test, y_test=y_test, checks=checks, settings=settings,
+            report = audit(the_model, X, y, X_test=X_test, y_test=y_test, checks=checks, settings=settings, sensitive=sensitive or [],
                            fail_on=fail_on or "",
                            test_size=test_size, executor=ex, progress=progress, command=command, random_state=seed)
         finally:

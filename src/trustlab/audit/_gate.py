@@ -25,6 +25,10 @@ _OPS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.
 _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(\?)?\s*(>=|<=|==|!=|>|<)\s*([-+0-9.eE]+|inf)\s*$")
 
 
+#: metrics named after the data (a sensitive column, a control): the check that reports them
+_PREFIXES = {"fairness_": "fairness", "controls_": "explanation_controls"}
+
+
 class AuditCrashError(TrustlabError, RuntimeError):
     """The user's model (or the audit itself) raised while the audit ran: not bad input (exit 2) and not a
     policy failure (exit 1), so ``trustlab audit`` exits 3 with the message, which names the step."""
@@ -95,13 +99,14 @@ def evaluate_fail_on(report: AuditReport | None, rules: Sequence[tuple[Any, ...]
     failures = []
     for raw in rules:
         rule = FailRule(*raw)
-        if rule.metric not in known:
+        if rule.metric not in known and not rule.metric.startswith(tuple(_PREFIXES)):
             raise InputError(f"The 'fail_on' rule names an unknown metric {rule.metric!r}."
                              f"{did_you_mean(rule.metric, sorted(known))} Metrics: {sorted(known)}.")
         value = metrics.get(rule.metric)
+        owner = owners.get(rule.metric) or next((c for p, c in _PREFIXES.items() if rule.metric.startswith(p)), None)
         if value is None or (isinstance(value, float) and math.isnan(value)):
             if not rule.optional:
-                failures.append(f"{rule}: fails closed, {_missing_reason(report, rule, owners.get(rule.metric))} "
+                failures.append(f"{rule}: fails closed, {_missing_reason(report, rule, owner)} "
                                 f"(write {rule.metric}?{rule.op}{rule.threshold:g} to let a missing value pass)")
             continue
         if _OPS[rule.op](float(value), rule.threshold):
