@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.browser
 
 #: every check with small budgets, so each section has its plot
 SETTINGS = {"membership": {"n_reference": 2}, "multiplicity": {"n_models": 3},
-            "explanation_stability": {"max_rows": 200, "n_features": 1, "n_explore": 3, "budget": 1}}
+            "explanation_stability": {"max_rows": 200, "n_features": 1, "n_explore": 3, "budget": 1},
+            "explanation_controls": {"n_rows": 10, "n_background": 10}, "fairness": {"n_boot": 50}}
+#: the sections issue 42 added, each with its plot
+NEW_SECTIONS = ("fairness", "calibration", "drift")
 WIDTHS = (1280, 800, 420)
 
 
@@ -27,8 +31,12 @@ def report_html(tmp_path_factory):
     from trustlab.audit import audit, read_table
 
     df = read_table("example:planted")
-    rep = audit("sklearn.ensemble.RandomForestClassifier(n_estimators=50, min_samples_leaf=10)",
-                df.drop(columns="y"), df["y"], settings=SETTINGS, random_state=0)
+    rng = np.random.default_rng(0)
+    X = df.drop(columns="y").assign(group=rng.choice(["a", "b"], len(df)))  # a sensitive column for the fairness view
+    spec = ("sklearn.pipeline.Pipeline([('pre', sklearn.compose.ColumnTransformer([('cat', "
+            "sklearn.preprocessing.OneHotEncoder(), ['group'])], remainder='passthrough')), ('m', "
+            "sklearn.ensemble.RandomForestClassifier(n_estimators=50, min_samples_leaf=10))])")
+    rep = audit(spec, X, df["y"], settings=SETTINGS, sensitive=["group"], random_state=0)
     out = tmp_path_factory.mktemp("report")
     return rep, rep.write(out)["html"]
 
@@ -73,6 +81,9 @@ def test_report_renders_summary_and_every_plot_without_overflow(report_html, tmp
                 assert len(info["plots"]) == n_plots and n_plots >= len(rep.checks) - 1, info["plots"]
                 assert all(p["w"] > 100 and p["h"] > 50 and 0 < p["shown"] <= width for p in info["plots"]), info
                 assert {p["check"] for p in info["plots"]} == {c.name for c in rep.checks if c.plots}
+                for name in NEW_SECTIONS:  # fairness, calibration and drift: a section with a rendered plot
+                    assert f"check-{name}" in info["sections"] and name in {p["check"] for p in info["plots"]}
+                    assert rep.check(name).status in ("ok", "flag"), (name, rep.check(name).reason)
                 assert info["pageScroll"] <= info["viewport"], f"page scrolls sideways at {width}px: {info}"
                 assert not info["overflowing"], f"at {width}px: {info['overflowing'][:5]}"
                 page.close()

@@ -14,7 +14,8 @@ Importing this package is light: the methods load when a check runs.
 from trustlab.core.lazy import lazy_exports
 
 _LAZY = {
-    "audit": "_audit", "parse_fail_on": "_audit", "evaluate_fail_on": "_audit", "resolve_checks": "_audit",
+    "audit": "_audit", "resolve_checks": "_audit", "parse_fail_on": "_gate", "evaluate_fail_on": "_gate",
+    "parse_settings": "_gate", "FailRule": "_gate", "AuditCrashError": "_gate",
     "AuditReport": "_report", "CheckOutcome": "_report",
     "CHECKS": "_checks", "DEFAULTS": "_checks",
     "read_table": "_inputs", "load_model": "_inputs", "parse_estimator": "_inputs", "example_table": "_inputs",

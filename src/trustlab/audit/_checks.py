@@ -14,15 +14,22 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.audit._common import cap_rows
+from trustlab.audit._data_checks import data_quality
+from trustlab.audit._model_checks import calibration, drift, fairness
+from trustlab.audit._common import outcome as _outcome
+from trustlab.audit._common import skip as _skip
 from trustlab.audit._report import CheckOutcome, figure_png
 
-__all__ = ["AuditInputs", "CHECKS", "DEFAULTS", "run_check"]
+__all__ = ["AuditInputs", "CHECKS", "DEFAULTS", "METRICS", "run_check"]
 
 
 @dataclass
 class AuditInputs:
     """What every check sees: the fitted model, an unfitted twin to refit (None when the model cannot be
-    refitted), numeric train/held-out rows with labels encoded ``0..C-1`` and the audit's seed."""
+    refitted), both on model codes ``R_train``/``R_test`` (the user's table, decoded inside the model), the data
+    encoding ``X_train``/``X_test`` (finite numbers, for the data checks) with labels encoded ``0..C-1``, and the
+    audit's seed."""
 
     model: Any
     estimator: Any
@@ -39,6 +46,10 @@ class AuditInputs:
     progress: bool = False
     model_accuracy: float = field(default=float("nan"))
     raw_model: Any = None
+    R_train: Any = None  # model codes (``trustlab.audit._table``): what the model and its refits are given
+    R_test: Any = None
+    schema: Any = None
+    sensitive: dict[str, Any] = field(default_factory=dict)  # sensitive column -> its values on the held-out rows
 
     def proba(self, X: np.ndarray) -> np.ndarray:
         """The model's probabilities with columns in the order of ``classes``."""
@@ -51,84 +62,36 @@ class AuditInputs:
 
 #: default settings of every check (``audit(..., settings={"membership": {"n_reference": 8}})`` overrides)
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "data_quality": {"k": 5, "noise_quantile": 0.1, "near_tol": 1e-3, "max_suspect_share": 0.02},
-    "leakage": {"tolerance": 0.03, "min_lift": 0.1},
-    "membership": {"n_reference": 4, "max_auc": 0.6, "fpr": 0.01},
-    "multiplicity": {"n_models": 5, "bootstrap": True, "max_arbitrariness": 0.1, "k": 8},
+    "data_quality": {"near_tol": 1e-3, "max_suspect_share": 0.04, "cv": 5, "label_rows": 20000, "k": 5,
+                     "noise_quantile": 0.1, "knn_rows": 4000},
+    "leakage": {"tolerance": 0.015, "min_lift": 0.1},
+    "membership": {"n_reference": 4, "max_auc": 0.6, "fpr": 0.01, "max_rows": 10000},
+    "multiplicity": {"n_models": 5, "bootstrap": True, "max_arbitrariness": 0.17, "k": 8, "max_train_rows": 10000,
+                     "max_test_rows": 5000},
     "explanation_stability": {"max_rows": 600, "n_features": 2, "n_explore": 6, "budget": 3, "eps": 0.01,
                               "top_k": 3, "n_explain": 30},
-    "explanation_controls": {"n_rows": 40, "n_background": 30},
-    "interpretability_gap": {"depth_budget": 4, "time_limit": 60.0, "max_gap": 0.05},
+    "explanation_controls": {"n_rows": 40, "n_background": 30, "max_train_rows": 5000},
+    "interpretability_gap": {"depth_budget": 4, "time_limit": 60.0, "max_gap": 0.05, "max_rows": 10000},
+    "calibration": {"n_bins": 10, "n_null": 200, "min_ece": 0.02, "max_ece": None},
+    "drift": {"alpha": 0.01, "max_domain_auc": 0.6, "support_odds": 9.0, "max_rows": 20000},
+    "fairness": {"n_boot": 200, "max_difference": 0.1},
 }
 
 
-def _outcome(name: str, status: str, headline: str, **kw: Any) -> CheckOutcome:
-    return CheckOutcome(name=name, title=TITLES[name], status=status, headline=headline, **kw)
-
-
-def _skip(name: str, reason: str, settings: dict[str, Any]) -> CheckOutcome:
-    return _outcome(name, "skipped", "", reason=reason, settings=settings)
-
-
-# -- data quality: duplicates and likely mislabelled rows (licensing) -----------------------------------------
-def _data_quality(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
-    from sklearn.preprocessing import StandardScaler
-
-    from trustlab.methods.licensing import find_duplicates, flag_noisy_labels, knn_shapley
-
-    rows = np.r_[a.train_rows, a.test_rows]
-    order = np.argsort(rows, kind="stable")  # file order: a duplicate is the later row of its pair in the file
-    X, y, rows = np.vstack([a.X_train, a.X_test])[order], np.r_[a.y_train, a.y_test][order], rows[order]
-    Z = StandardScaler().fit_transform(X)
-    exact = find_duplicates(X, y, mode="exact")
-    near = find_duplicates(Z, y, mode="near", tol=float(s["near_tol"]))
-    near_only = near.is_duplicate & ~exact.is_duplicate
-    # every row is valued: each half against the other (KNN-Shapley needs held-out validation rows)
-    half = np.random.default_rng(a.seed).permutation(len(y)) % 2 == 0
-    suspect = np.zeros(len(y), bool)
-    phi = np.zeros(len(y))
-    for part in (half, ~half):
-        if part.sum() <= s["k"] or (~part).sum() == 0:
-            continue
-        suspect[part] = flag_noisy_labels(Z[part], y[part], Z[~part], y[~part], k=int(s["k"]),
-                                          quantile=float(s["noise_quantile"]))
-        phi[part] = knn_shapley(Z[part], y[part], Z[~part], y[~part], k=int(s["k"]))
-    share = float(suspect.mean())
-    n_dup = int(exact.n_duplicates) + int(near_only.sum())
-    flagged = n_dup > 0 or share > s["max_suspect_share"]
-    found = []
-    if n_dup:
-        found.append(f"{exact.n_duplicates} exact and {int(near_only.sum())} near duplicate row(s)")
-    if share > s["max_suspect_share"]:
-        found.append(f"{int(suspect.sum())} likely mislabelled row(s) ({share:.1%} > {s['max_suspect_share']:.0%})")
-    headline = ("; ".join(found) if found else
-                f"no duplicates; {int(suspect.sum())} row(s) ({share:.1%}) in the low-value, KNN-disagreeing tail, "
-                f"within {s['max_suspect_share']:.0%}")
-    fig = _bar_hist(phi, suspect, "KNN-Shapley value (each half valued on the other)", "rows")
-    return _outcome("data_quality", "flag" if flagged else "ok", headline,
-                    metrics={"duplicate_rows": int(exact.n_duplicates), "near_duplicate_rows": int(near_only.sum()),
-                             "suspect_labels": int(suspect.sum()), "suspect_label_share": share},
-                    rows={"exact_duplicates": sorted(rows[exact.is_duplicate].tolist()),
-                          "near_duplicates": sorted(rows[near_only].tolist()),
-                          "suspect_labels": sorted(rows[suspect].tolist())},
-                    details=[f"duplicate row numbers (0-based data rows): "
-                             f"{sorted(rows[exact.is_duplicate | near_only].tolist())[:30]}",
-                             f"likely mislabelled rows: {sorted(rows[suspect].tolist())[:30]}"],
-                    settings=s, plots={"values": figure_png(fig)})
-
-
-def _bar_hist(values: np.ndarray, mark: np.ndarray, xlabel: str, ylabel: str) -> Any:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6.4, 2.8), dpi=100, layout="constrained")
-    ax = fig.add_subplot()
-    bins = np.histogram_bin_edges(values, bins=40)
-    ax.hist(values[~mark], bins=bins, color="#90a4ae", label="other rows")
-    ax.hist(values[mark], bins=bins, color="#c62828", label="flagged")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
-    return fig
+#: metric names each check can report (``--fail-on`` knows a metric of a check that did not run is no typo)
+METRICS: dict[str, list[str]] = {
+    "data_quality": ["duplicate_rows", "near_duplicate_rows", "conflicting_label_rows", "suspect_labels",
+                     "suspect_label_share", "knn_suspect_labels", "label_issue_knn_jaccard"],
+    "leakage": ["leakage_best_accuracy", "model_accuracy", "leakage_gap", "leaky_features"],
+    "membership": ["membership_auc", "membership_auc_lower", "membership_auc_rmia", "membership_auc_threshold_loss",
+                   "membership_tpr_at_fpr_rmia", "membership_tpr_at_fpr_threshold_loss"],
+    "multiplicity": ["arbitrariness", "mean_prediction_std", "unstable_points", "accuracy_spread"],
+    "explanation_stability": ["unstable_features", "defensible_pipelines"],
+    "explanation_controls": ["controls_failed"],
+    "interpretability_gap": ["sparse_tree_accuracy", "interpretability_gap"],
+    "calibration": ["calibration_ece", "calibration_ece_null95", "brier_score"],
+    "drift": ["domain_auc", "drifted_features", "test_outside_support"],
+    "fairness": ["fairness_worst_lower_bound"]}
 
 
 # -- target leakage: one feature, one split -------------------------------------------------------------------
@@ -176,9 +139,9 @@ def _membership(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
                      "given already fitted, so trustlab cannot tell members from non-members)", s)
     if a.estimator is None:
         return _skip("membership", "RMIA needs reference models of the same kind; this model cannot be refitted", s)
-    X = np.vstack([a.X_train, a.X_test])
-    y = np.r_[a.y_train, a.y_test]
     member = np.r_[np.ones(len(a.y_train), bool), np.zeros(len(a.y_test), bool)]
+    pick, cap_note = cap_rows(len(member), int(s["max_rows"]), a.seed, salt=3)
+    X, y, member = np.vstack([a.R_train, a.R_test])[pick], np.r_[a.y_train, a.y_test][pick], member[pick]
     logits = np.log(np.clip(a.proba(X), 1e-6, 1.0))
     refs = fit_reference_estimators(a.estimator, X, y, int(s["n_reference"]), seed=a.seed,
                                     show_progress=a.progress)
@@ -198,15 +161,25 @@ def _membership(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
     ax.set_ylabel("true positive rate")
     ax.legend(fontsize=8)
     worst = max(metrics["membership_auc_rmia"], metrics["membership_auc_threshold_loss"])
-    metrics = {"membership_auc": worst, **metrics}
-    flagged = worst > s["max_auc"]
+    lower = worst - 1.96 * _auc_se(worst, int(member.sum()), int((~member).sum()))
+    metrics = {"membership_auc": worst, "membership_auc_lower": lower, **metrics}
+    flagged = lower > s["max_auc"]
     headline = (f"membership AUC {worst:.3f} (RMIA {metrics['membership_auc_rmia']:.3f}, loss threshold "
-                f"{metrics['membership_auc_threshold_loss']:.3f}) {'>' if flagged else '<='} {s['max_auc']}; TPR at "
+                f"{metrics['membership_auc_threshold_loss']:.3f}), 95 % lower bound {lower:.3f} "
+                f"{'>' if flagged else '<='} {s['max_auc']}; TPR at "
                 f"{s['fpr']:.0%} FPR {metrics['membership_tpr_at_fpr_rmia']:.3f} (RMIA)")
     return _outcome("membership", "flag" if flagged else "ok", headline, metrics=metrics, settings=s,
-                    details=[f"{len(a.y_train)} members (training rows) vs {len(a.y_test)} non-members (held-out rows); "
-                             f"{refs.n_models} reference models on complementary halves of all rows"],
+                    details=[f"{int(member.sum())} members (training rows) vs {int((~member).sum())} non-members (held-out "
+                             f"rows); {refs.n_models} reference models on complementary halves of these rows"]
+                    + ([cap_note] if cap_note else []),
                     plots={"roc": figure_png(fig)})
+
+
+def _auc_se(auc: float, n1: int, n0: int) -> float:
+    """Hanley & McNeil's (1982) standard error of an AUC from n1 positives and n0 negatives."""
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    var = (auc * (1 - auc) + (n1 - 1) * (q1 - auc**2) + (n0 - 1) * (q2 - auc**2)) / max(n1 * n0, 1)
+    return float(np.sqrt(max(var, 0.0)))
 
 
 # -- multiplicity over refits (multiplicity) -----------------------------------------------------------------
@@ -215,8 +188,7 @@ def _refit_factory(estimator: Any) -> Callable[[int], Any]:
 
     def make(seed: int) -> Any:
         est = clone(estimator)
-        keys = [k for k in est.get_params() if k == "random_state" or k.endswith("__random_state")]
-        return est.set_params(**dict.fromkeys(keys, seed)) if keys else est
+        return est.set_params(random_state=seed)  # a TableModel: seeds every random_state inside
 
     return make
 
@@ -229,7 +201,10 @@ def _multiplicity(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
     aud = MultiplicityAudit(factory=_refit_factory(a.estimator), n_models=int(s["n_models"]),
                             bootstrap=bool(s["bootstrap"]), k=int(s["k"]), mc_masks=0, relative=True,
                             random_state=a.seed % 2**31)
-    rep = aud.audit(a.X_train, a.y_train, a.X_test, a.y_test)
+    tr, tr_note = cap_rows(len(a.y_train), int(s["max_train_rows"]), a.seed, salt=4)
+    te, te_note = cap_rows(len(a.y_test), int(s["max_test_rows"]), a.seed, salt=5)
+    rep = aud.audit(a.R_train[tr], a.y_train[tr], a.R_test[te], a.y_test[te])
+    test_rows = a.test_rows[te]
     arb = float(rep.summary["arbitrariness"])
     flagged = arb > s["max_arbitrariness"]
     flips = np.flatnonzero(rep.flips)
@@ -240,10 +215,11 @@ def _multiplicity(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
                     metrics={"arbitrariness": arb, "mean_prediction_std": float(rep.summary["mean_std"]),
                              "unstable_points": len(rep.unstable),
                              "accuracy_spread": float(rep.summary["accuracy_spread"] or 0.0)},
-                    rows={"label_flips": sorted(a.test_rows[flips].tolist()),
-                          "unstable": sorted(a.test_rows[np.asarray(rep.unstable, int)].tolist())},
+                    rows={"label_flips": sorted(test_rows[flips].tolist()),
+                          "unstable": sorted(test_rows[np.asarray(rep.unstable, int)].tolist())},
                     details=[f"kept {len(rep.kept)} of {rep.n_models} refits in the Rashomon set; test accuracies "
-                             f"{[round(x, 3) for x in rep.test_accuracies]}"] + [f"warning: {w}" for w in rep.warnings],
+                             f"{[round(x, 3) for x in rep.test_accuracies]}"] + [f"warning: {w}" for w in rep.warnings]
+                    + [f"training rows {n}" for n in (tr_note,) if n] + [f"held-out rows {n}" for n in (te_note,) if n],
                     settings=s, plots={"consistency": figure_png(rep.plot())})
 
 
@@ -301,11 +277,13 @@ def _explanation_controls(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
 
     if not is_available("shap"):
         return _skip("explanation_controls", "needs shap (pip install 'trustlab[audit]')", s)
-    if a.X_train.shape[1] < 2:
+    if a.R_train.shape[1] < 2:
         return _skip("explanation_controls", "needs at least two features (rank correlations are undefined)", s)
     rows = np.random.default_rng(a.seed).permutation(len(a.y_test))[: int(s["n_rows"])]
-    model = a.raw_model if a.raw_model is not None else a.model  # the user's own object: tree explainers see trees
-    exp = explain(model, a.X_test[rows], X_train=a.X_train, y_train=a.y_train, feature_names=a.feature_names,
+    # a plain numeric table: the user's own object, so tree explainers see trees; else the model on its codes
+    model = a.raw_model if a.raw_model is not None else a.model.inner
+    tr, _ = cap_rows(len(a.y_train), int(s["max_train_rows"]), a.seed, salt=6)  # the data-randomisation refit
+    exp = explain(model, a.R_test[rows], X_train=a.R_train[tr], y_train=a.y_train[tr], feature_names=a.schema.columns,
                   n_background=int(s["n_background"]), random_state=a.seed)
     v = exp.verdict
     status = {"PASS": "ok", "FAIL": "flag"}.get(exp.status, "info")
@@ -329,7 +307,9 @@ def _interpretability_gap(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
         return _skip("interpretability_gap", "SPLIT fits binary targets; this target has "
                      f"{len(a.classes)} classes", s)
     tree = SPLITClassifier(depth_budget=int(s["depth_budget"]), time_limit=float(s["time_limit"]),
-                           random_state=a.seed % 2**31).fit(a.X_train, a.y_train)
+                           random_state=a.seed % 2**31)
+    tr, cap_note = cap_rows(len(a.y_train), int(s["max_rows"]), a.seed, salt=7)
+    tree.fit(a.X_train[tr], a.y_train[tr])
     acc = float(np.mean(tree.predict(a.X_test) == a.y_test))
     gap = a.model_accuracy - acc
     small = gap <= s["max_gap"]
@@ -343,20 +323,16 @@ def _interpretability_gap(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
     ax.set_xlabel("held-out accuracy")
     return _outcome("interpretability_gap", "info", headline,
                     metrics={"sparse_tree_accuracy": acc, "interpretability_gap": float(gap)},
-                    details=[f"tree: {getattr(tree, 'n_leaves_', '?')} leaves"], settings=s,
+                    details=[f"tree: {getattr(tree, 'n_leaves_', '?')} leaves"] + ([cap_note] if cap_note else []),
+                    settings=s,
                     plots={"accuracy": figure_png(fig)})
 
 
 CHECKS: dict[str, Callable[[AuditInputs, dict[str, Any]], CheckOutcome]] = {
-    "data_quality": _data_quality, "leakage": _leakage, "membership": _membership, "multiplicity": _multiplicity,
+    "data_quality": data_quality, "leakage": _leakage, "membership": _membership, "multiplicity": _multiplicity,
     "explanation_stability": _explanation_stability, "explanation_controls": _explanation_controls,
-    "interpretability_gap": _interpretability_gap,
+    "interpretability_gap": _interpretability_gap, "calibration": calibration, "drift": drift, "fairness": fairness,
 }
-TITLES = {"data_quality": "Data quality (duplicates, likely mislabelled rows)", "leakage": "Target leakage",
-          "membership": "Membership-inference risk", "multiplicity": "Prediction multiplicity",
-          "explanation_stability": "Explanation stability (X-hacking)",
-          "explanation_controls": "Explanation controls (placebo, randomisation)",
-          "interpretability_gap": "Interpretability gap (sparse tree)"}
 
 
 def run_check(name: str, inputs: AuditInputs, settings: dict[str, Any]) -> CheckOutcome:

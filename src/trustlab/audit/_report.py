@@ -59,13 +59,19 @@ class AuditReport:
         return [c.name for c in self.checks if c.status == "flag"]
 
     @property
+    def errored(self) -> dict[str, str]:
+        """The checks that raised, with their errors."""
+        return {c.name: c.reason for c in self.checks if c.status == "error"}
+
+    @property
     def skipped(self) -> dict[str, str]:
         return {c.name: c.reason for c in self.checks if c.status == "skipped"}
 
     @property
     def metrics(self) -> dict[str, float]:
-        """Every check's metrics in one flat mapping (names are unique across checks), plus ``flagged``."""
-        out: dict[str, float] = {"flagged": float(len(self.flagged))}
+        """Every check's metrics in one flat mapping (names are unique across checks), plus ``flagged`` and
+        ``errored`` (the numbers of checks that flagged and that raised)."""
+        out: dict[str, float] = {"flagged": float(len(self.flagged)), "errored": float(len(self.errored))}
         for c in self.checks:
             out.update(c.metrics)
         return out
