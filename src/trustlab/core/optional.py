@@ -24,7 +24,7 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "symbolic": ["torch", "pytorch_tabnet", "gplearn", "sympy", "statsmodels"],
     "dist": ["ray", "cloudpickle"],
     "attacks": ["torch", "torchattacks"],
-    "audit": ["skops", "shap", "optuna", "torch", "playwright"],
+    "audit": ["skops", "shap", "optuna", "torch", "playwright", "fairlearn", "cleanlab"],
     "track": ["mlflow"],
     "topo": ["torch", "ripser", "persim", "torchattacks", "sentence_transformers"],
 }
