@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from trustlab.audit._common import cap_rows
-from trustlab.audit._data_checks import data_quality
-from trustlab.audit._model_checks import calibration, drift, fairness
 from trustlab.audit._common import outcome as _outcome
 from trustlab.audit._common import skip as _skip
+from trustlab.audit._data_checks import data_quality
+from trustlab.audit._model_checks import calibration, drift, fairness
 from trustlab.audit._report import CheckOutcome, figure_png
 
 __all__ = ["AuditInputs", "CHECKS", "DEFAULTS", "METRICS", "run_check"]
