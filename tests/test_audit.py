@@ -315,6 +315,12 @@ def test_empty_file_and_header_only_file_are_refused(tmp_path):
         read_table(header)
 
 
+def test_regression_target_is_refused_clearly():
+    X, y = _xy("clean")
+    with pytest.raises(InputError, match="regression target.*classifiers only"):
+        audit("sklearn.linear_model.LinearRegression()", X, X["f0"] * 2.5, checks="leakage")
+
+
 def test_one_class_target_is_refused():
     X, y = _xy("clean")
     with pytest.raises(InputError, match=r"at least two classes. Got only \[1\]"):
@@ -392,7 +398,8 @@ def test_fit_reference_estimators_complementary_halves():
 @pytest.mark.slow
 def test_full_audit_with_default_settings_on_both_tables():
     """Every check with its default budgets (explanation stability included; about 70 s per table)."""
-    for name, expected in (("clean", set()), ("planted", {"data_quality", "leakage", "explanation_stability"})):
+    for name, expected in (("clean", set()), ("planted", {"data_quality", "leakage", "membership",
+                                                           "explanation_stability"})):
         X, y = _xy(name)
         rep = audit(SPEC, X, y, random_state=0)
         assert set(rep.flagged) == expected, (name, [(c.name, c.status, c.headline) for c in rep.checks])

@@ -140,6 +140,9 @@ def _prepare(model: Any, X: Any, y: Any, X_test: Any, y_test: Any, feature_names
     from sklearn.model_selection import train_test_split
 
     schema, R_all, y_all, n_train = _rows(X, y, X_test, y_test, feature_names)
+    if y_all.dtype.kind == "f" and not np.all(y_all == np.round(y_all)):
+        raise InputError(f"The 'y' argument of audit must hold class labels; it holds {len(np.unique(y_all))} distinct "
+                         "non-integer numbers (a regression target), and the audit supports classifiers only.")
     classes = sorted(np.unique(y_all).tolist())
     if len(classes) < 2:
         raise InputError(f"The 'y' argument of audit must have at least two classes. Got only {classes!r}.")

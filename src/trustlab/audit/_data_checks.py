@@ -53,7 +53,7 @@ def _label_issues(a: Any, R: np.ndarray, y: np.ndarray, is_test: np.ndarray, s: 
         note = f"{folds}-fold out-of-fold probabilities of refits of the model" + (f"; {note}" if note else "")
     checked[idx] = True
     issues = np.zeros(len(y), bool)
-    issues[idx] = find_label_issues(y[idx], P, filter_by="prune_by_noise_rate")
+    issues[idx] = find_label_issues(y[idx], P, filter_by="prune_by_noise_rate", n_jobs=1)  # cleanlab's process pool raised NameError at 20k rows
     return issues, checked, note
 
 

@@ -106,7 +106,7 @@ class TableSchema:
                 cats = np.asarray(self.categories[j] + [np.nan], dtype=object)
                 codes = np.where(np.isnan(v), len(cats) - 1, np.clip(np.rint(np.nan_to_num(v)), 0, len(cats) - 2))
                 vals = cats[codes.astype(int)]
-                data[col] = (pd.Categorical(vals, categories=self.dtypes[j].categories)
+                data[col] = (pd.Categorical(vals, categories=self.dtypes[j].categories, ordered=self.dtypes[j].ordered)
                              if isinstance(self.dtypes[j], pd.CategoricalDtype) else
                              pd.array(vals, dtype=self.dtypes[j]) if str(self.dtypes[j]).startswith("str") else vals)
             elif np.isnan(v).any() or self.dtypes[j].kind == "f":
