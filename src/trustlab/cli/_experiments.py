@@ -66,6 +66,8 @@ def _make_executor(kind: str, address: str | None, workers: int | None, threads:
 _STRICT_HELP = "stop an experiment that runs past its mode's budget (by default a run goes on and is flagged)"
 _TRACK_HELP = "also log each run to a tracker: none or mlflow (extra 'track'; the JSON results stay the record)"
 _URI_HELP = "MLflow tracking URI for --track mlflow (default: a local file store, <out>/mlruns)"
+_KNOCKOUT_HELP = ("switch the paper's mechanism off (the experiment's KNOCKOUT overrides; saved under "
+                  "<mode>-knockout): its gated claims should then FAIL or be VOID")
 
 
 @app.command()
@@ -86,10 +88,12 @@ def run(
     threads_per_task: Annotated[int | None, typer.Option("--threads-per-task", help=_THREADS_HELP)] = None,
     track: Annotated[str, typer.Option(help=_TRACK_HELP)] = "none",
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=_URI_HELP)] = None,
+    knockout: Annotated[bool, typer.Option("--knockout", help=_KNOCKOUT_HELP)] = False,
 ) -> None:
     """Run one experiment and write its result JSON; prints its claims table.
 
-    Exit code: 0 all primary claims PASS, 1 a primary claim FAILed, 2 bad input or the experiment raised.
+    Exit code: 0 all primary claims and premises PASS, 1 one is FAIL or VOID, 2 bad input or the experiment
+    raised.
     """
     from trustlab.experiments._tracking import make_tracker
     from trustlab.experiments.runner import run_experiment
@@ -102,7 +106,8 @@ def run(
         with _make_executor(executor, address, workers, 1 if threads_per_task is None else threads_per_task) as ex:
             result, path = run_experiment(exp_id, _parse_mode(quick, mode), seeds=seeds, overrides=set_ or [],
                                           out_dir=out, budget_s=budget, strict_budget=strict_budget,
-                                          show_progress=progress, executor=None if plain else ex)
+                                          show_progress=progress, executor=None if plain else ex,
+                                          knockout=knockout)
     except TrustlabError as exc:
         if debug:
             err.print(traceback.format_exc(), highlight=False, markup=False)
@@ -145,12 +150,13 @@ def reproduce(
     threads_per_task: Annotated[int | None, typer.Option("--threads-per-task", help=_THREADS_HELP)] = None,
     track: Annotated[str, typer.Option(help=_TRACK_HELP)] = "none",
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=_URI_HELP)] = None,
+    knockout: Annotated[bool, typer.Option("--knockout", help=_KNOCKOUT_HELP)] = False,
 ) -> None:
     """Run experiments, each in its own process, and print one claims table.
 
     An experiment that raises shows as an ERROR row and the others still run; the report is written
-    either way. Exit code: 0 all primary claims PASS, 1 some FAIL, 2 bad input or some experiment raised,
-    3 an internal crash of trustlab (see the README's exit codes).
+    either way. Exit code: 0 all primary claims and premises PASS, 1 some FAIL or VOID, 2 bad input or some
+    experiment raised, 3 an internal crash of trustlab (see the README's exit codes).
     """
     from trustlab.experiments._isolated import error_result, run_isolated
     from trustlab.experiments._tracking import make_tracker
@@ -177,7 +183,7 @@ def reproduce(
             ex = _make_executor(executor, address, workers, threads)
         except TrustlabError as exc:
             _fail(exc)
-        results = _reproduce_on(ex, chosen, m, out, budget, strict_budget, progress)
+        results = _reproduce_on(ex, chosen, m, out, budget, strict_budget, progress, knockout)
         if report is not None:
             _write_report(out, report)
         tracker(results, out)
@@ -189,11 +195,11 @@ def reproduce(
         t0 = time.perf_counter()
         if isolate:
             result = run_isolated(exp_id, m, out_dir=out, budget_s=budget, strict_budget=strict_budget,
-                                  show_progress=progress).result
+                                  show_progress=progress, knockout=knockout).result
         else:
             try:
                 result, _ = run_experiment(exp_id, m, out_dir=out, budget_s=budget, strict_budget=strict_budget,
-                                           show_progress=progress)
+                                           show_progress=progress, knockout=knockout)
             except Exception as exc:  # noqa: BLE001 - shown as an ERROR row; the others go on
                 result = error_result(exp_id, m, type(exc).__name__, str(exc), traceback.format_exc())
                 _save(result, out)
@@ -207,7 +213,7 @@ def reproduce(
 
 
 def _reproduce_on(ex: Any, chosen: list[str], mode: str, out: Path, budget: float | None, strict_budget: bool,
-                  progress: bool) -> list:
+                  progress: bool, knockout: bool = False) -> list:
     """Each experiment as one isolated task on ``ex``; results saved here as they finish, in ``chosen`` order."""
     import functools
 
@@ -225,7 +231,7 @@ def _reproduce_on(ex: Any, chosen: list[str], mode: str, out: Path, budget: floa
                   f"({time.perf_counter() - t0:.0f} s since start)", highlight=False)
 
     task = functools.partial(reproduce_task, mode=mode, budget_s=budget, strict_budget=strict_budget,
-                             threads=ex.threads_per_task)
+                             threads=ex.threads_per_task, knockout=knockout)
     err.print(f"{len(chosen)} experiment(s) [{mode}] on {ex!r} ...", highlight=False)
     try:
         with ex:

@@ -58,7 +58,7 @@ def _config_of(exp_id: str, mode: str) -> dict[str, Any]:
 def run_isolated(exp_id: str, mode: str = "quick", *, out_dir: str | Path | None = "runs",
                  overrides: tuple[str, ...] = (), budget_s: float | None = None, strict_budget: bool = False,
                  show_progress: bool = True, timeout_s: float | None = None,
-                 env: dict[str, str] | None = None) -> Outcome:
+                 env: dict[str, str] | None = None, knockout: bool = False) -> Outcome:
     """Run ``exp_id`` in a fresh Python process; never raises for the experiment's own errors.
 
     ``env`` adds (or replaces) environment variables of the child process only (e.g. :func:`thread_env`).
@@ -70,7 +70,7 @@ def run_isolated(exp_id: str, mode: str = "quick", *, out_dir: str | Path | None
     with tempfile.TemporaryDirectory(prefix="trustlab-run-") as tmp:
         request = {"exp_id": exp_id, "mode": mode, "out_dir": None if out_dir is None else str(out_dir),
                    "overrides": list(overrides), "budget_s": budget_s, "strict_budget": strict_budget,
-                   "show_progress": show_progress, "experiments_path": list(pkg.__path__),
+                   "show_progress": show_progress, "experiments_path": list(pkg.__path__), "knockout": knockout,
                    "reply": str(Path(tmp) / "reply.json")}
         req_path = Path(tmp) / "request.json"
         req_path.write_text(json.dumps(request))
@@ -106,13 +106,13 @@ def thread_env(threads: int | None) -> dict[str, str] | None:
 
 
 def reproduce_task(exp_id: str, *, mode: str, budget_s: float | None, strict_budget: bool,
-                   threads: int | None) -> dict[str, Any]:
+                   threads: int | None, knockout: bool = False) -> dict[str, Any]:
     """One experiment of ``reproduce`` as an executor task: run isolated, return the Result as a dict.
 
     Nothing is written where the task runs (a worker may be another machine); the caller saves the result.
     """
     out = run_isolated(exp_id, mode, out_dir=None, budget_s=budget_s, strict_budget=strict_budget,
-                       show_progress=False, env=thread_env(threads))
+                       show_progress=False, env=thread_env(threads), knockout=knockout)
     return out.result.to_dict()
 
 
@@ -131,7 +131,7 @@ def _child(request_path: str) -> int:
         result, path = run_experiment(
             request["exp_id"], request["mode"], overrides=request["overrides"], out_dir=request["out_dir"],
             budget_s=request["budget_s"], strict_budget=request["strict_budget"],
-            show_progress=request["show_progress"])
+            show_progress=request["show_progress"], knockout=request.get("knockout", False))
         reply = {"ok": True, "path": None if path is None else str(path)}
         if path is None:
             reply["result"] = result.to_dict()

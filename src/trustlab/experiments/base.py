@@ -7,8 +7,16 @@ An experiment module ``trustlab/experiments/<id>.py`` defines:
   in tests), ``default()`` (<= 10 min on 2 cores) and ``paper()`` (the paper's setting);
 * ``run(cfg, ctx) -> Result`` using only public method APIs;
 * ``CLAIMS``: a list of :class:`Claim`; optionally ``PLOTS(result) -> {name: Figure}``;
-* ``QUICK_EXPECTED_PASS``: the tuple of claim ids expected to PASS in quick mode (``tests/test_reproduce.py``
-  fails when one of them does not, so a regression shows in CI; ``()`` when none is expected to).
+* ``QUICK_EXPECTED_PASS``: the tuple of claim or premise ids expected to PASS in quick mode
+  (``tests/test_reproduce.py`` fails when one of them does not, so a regression shows in CI). It holds
+  primary claims and premises only, never a secondary line, and at least one id about the mechanism;
+* ``KNOCKOUT``: ``--set``-style ``"key=value"`` overrides that switch the paper's mechanism off while
+  keeping the rest of the run (zero training steps, alpha = 0, the baseline in the method's place). Under
+  it, every id in ``QUICK_EXPECTED_PASS`` must FAIL or be VOID (``tests/test_knockouts.py``).
+
+``CLAIMS`` holds the premises too (:func:`Premise`): pre-registered checks that the run exercised the
+mechanism (the model learned the task, the attack moved the model, the method's own term matters). A
+claim names the premises it rests on in ``requires``; when one of them does not PASS, the claim is VOID.
 
 Module top level must stay light (no torch import): heavy imports go inside ``run``.
 """
@@ -28,9 +36,11 @@ from trustlab.core.constraints import InstanceOf
 from trustlab.core.exceptions import BudgetExceededError, ConfigError
 from trustlab.results.result import ClaimOutcome, Result
 
-__all__ = [ "ExperimentConfig", "RunContext", "Claim", "CheckResult",]
+__all__ = ["ExperimentConfig", "RunContext", "Claim", "CheckResult", "Premise", "KINDS"]
 
 MODES = ("quick", "default", "paper")
+#: what a CLAIMS entry is: a paper claim, or a premise claims rest on
+KINDS = ("claim", "premise")
 
 
 @dataclass(frozen=True)
@@ -197,6 +207,8 @@ class Claim:
     ``scale_note`` may be a callable of the run's config dict, so counts in it come from the config.
     ``paper_value`` is the paper's own number for the measured quantity, where it reports one (drawn in
     the claims picture beside the observed value and the threshold; never used by the check).
+    ``kind`` is ``"claim"`` or ``"premise"`` (see :func:`Premise`); ``requires`` names the premises the
+    claim rests on: when one of them is not PASS on the run, the claim's status is VOID.
     """
 
     id: str
@@ -206,9 +218,35 @@ class Claim:
     scale_note: str | Callable[[dict[str, Any]], str] = ""
     secondary: bool = False
     paper_value: float | None = None
+    kind: str = "claim"
+    requires: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ConfigError(f"The 'kind' argument of Claim must be one of {KINDS}. Got {self.kind!r} instead.")
+        if isinstance(self.requires, str) or not all(isinstance(r, str) and r for r in self.requires):
+            raise ConfigError(f"The 'requires' argument of Claim {self.id!r} must be a tuple of premise ids. "
+                              f"Got {self.requires!r} instead.")
+        if self.kind == "premise" and (self.secondary or self.requires):
+            raise ConfigError(f"Premise {self.id!r} must be primary and rest on no other premise (secondary="
+                              f"{self.secondary!r}, requires={self.requires!r}).")
+        object.__setattr__(self, "requires", tuple(self.requires))
 
     def note_for(self, config: dict[str, Any]) -> str:
         return self.scale_note(config) if callable(self.scale_note) else self.scale_note
+
+
+def Premise(id: str, statement: str, check: Callable[[Result], CheckResult], *,  # noqa: N802 - a Claim kind
+            modes: tuple[str, ...] = MODES, scale_note: str | Callable[[dict[str, Any]], str] = "",
+            paper_value: float | None = None) -> Claim:
+    """A pre-registered check that the paper's mechanism is exercised in this run.
+
+    Examples: "the base model's zero-shot accuracy is in [10 %, 60 %]", "the feature term is >= 10 % of the
+    loss gradient norm", "the attack drops the undefended model by >= 30 points". Claims that rest on it
+    name its id in ``requires``; when it fails they are VOID (never PASS). A failed premise is itself a
+    failed primary check (the run exits 1).
+    """
+    return Claim(id, statement, check, modes=modes, scale_note=scale_note, paper_value=paper_value, kind="premise")
 
 
 def _as_check_result(res: Any) -> CheckResult:
@@ -217,26 +255,54 @@ def _as_check_result(res: Any) -> CheckResult:
     raise TypeError(f"a claim check must return a CheckResult; got {type(res).__name__}")
 
 
+def _check_one(c: Claim, result: Result) -> ClaimOutcome:
+    try:
+        note = c.note_for(result.config)
+    except Exception as exc:  # noqa: BLE001 - a broken note generator must not hide the claim
+        note = f"(scale note failed: {type(exc).__name__}: {exc})"
+    kw = {"scale_note": note, "secondary": c.secondary, "paper_value": c.paper_value, "kind": c.kind,
+          "requires": list(c.requires)}
+    if result.mode not in c.modes:
+        return ClaimOutcome(c.id, c.statement, None, None, None, detail=f"not checked in mode '{result.mode}'", **kw)
+    try:
+        r = _as_check_result(c.check(result))
+        return ClaimOutcome(c.id, c.statement, None if r.passed is None else bool(r.passed), r.observed,
+                            r.threshold, r.baseline, detail=r.detail, unit=r.unit, **kw)
+    except Exception as exc:  # noqa: BLE001 - a broken check must show up as a failed claim
+        return ClaimOutcome(c.id, c.statement, False, None, None, detail=f"check raised {type(exc).__name__}: {exc}",
+                            **kw)
+
+
+def _premise_line(p: ClaimOutcome | None, pid: str) -> str:
+    if p is None:
+        return f"premise {pid} is not declared"
+    from trustlab.results._table import fmt_value
+
+    return (f"premise {pid} {p.status}: observed {fmt_value(p.observed, p.unit)}, threshold "
+            f"{fmt_value(p.threshold, p.unit)}")
+
+
 @validate_args(lambda: {"result": Result("example", "quick", {})}, result=[InstanceOf(Result)],
                claims=[SequenceOf(InstanceOf(Claim), min_len=0)])
 def evaluate_claims(result: Result, claims: Iterable[Claim]) -> list[ClaimOutcome]:
-    """Run every claim's check on ``result``; a check that raises is recorded as FAIL with the error."""
+    """Run every claim's check on ``result``; a check that raises is recorded as FAIL with the error.
+
+    Premises are checked first; a checked claim whose required premise is not PASS is VOID
+    (``voided_by`` lists the premises, and its detail gives their numbers). Outcomes keep the order of
+    ``claims``.
+    """
+    claims = list(claims)
+    premises = {c.id: _check_one(c, result) for c in claims if c.kind == "premise"}
     out = []
     for c in claims:
-        try:
-            note = c.note_for(result.config)
-        except Exception as exc:  # noqa: BLE001 - a broken note generator must not hide the claim
-            note = f"(scale note failed: {type(exc).__name__}: {exc})"
-        kw = {"scale_note": note, "secondary": c.secondary, "paper_value": c.paper_value}
-        if result.mode not in c.modes:
-            out.append(ClaimOutcome(c.id, c.statement, None, None, None, detail=f"not checked in mode '{result.mode}'",
-                                    **kw))
+        if c.kind == "premise":
+            out.append(premises[c.id])
             continue
-        try:
-            r = _as_check_result(c.check(result))
-            out.append(ClaimOutcome(c.id, c.statement, None if r.passed is None else bool(r.passed), r.observed,
-                                    r.threshold, r.baseline, detail=r.detail, unit=r.unit, **kw))
-        except Exception as exc:  # noqa: BLE001 - a broken check must show up as a failed claim
-            out.append(ClaimOutcome(c.id, c.statement, False, None, None,
-                                    detail=f"check raised {type(exc).__name__}: {exc}", **kw))
+        o = _check_one(c, result)
+        bad = [pid for pid in c.requires if pid not in premises or premises[pid].status != "PASS"]
+        if bad and o.passed is not None:
+            o.voided_by = bad
+            why = "; ".join(_premise_line(premises.get(pid), pid) for pid in bad)
+            o.detail = f"VOID: {why}" + (f". {o.detail}" if o.detail else "")
+        out.append(o)
     return out

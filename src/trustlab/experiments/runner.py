@@ -52,6 +52,12 @@ class Experiment:
     module: types.ModuleType
     #: claim ids expected to PASS in quick mode (the module's ``QUICK_EXPECTED_PASS``; None if undeclared)
     quick_expected_pass: tuple[str, ...] | None = None
+    #: ``key=value`` overrides that switch the paper's mechanism off (the module's ``KNOCKOUT``; None if undeclared)
+    knockout: tuple[str, ...] | None = None
+
+    @property
+    def premises(self) -> tuple[Claim, ...]:
+        return tuple(c for c in self.claims if c.kind == "premise")
 
 
 @validate_args()
@@ -79,9 +85,32 @@ def get_experiment(exp_id: str) -> Experiment:
     if not (isinstance(mod.Config, type) and issubclass(mod.Config, ExperimentConfig)):
         raise TypeError(f"trustlab.experiments.{exp_id}.Config must subclass ExperimentConfig.")
     expected = getattr(mod, "QUICK_EXPECTED_PASS", None)
-    return Experiment(exp_id, mod.PAPER, mod.Config, mod.run, tuple(mod.CLAIMS), getattr(mod, "PLOTS", None),
+    knockout = getattr(mod, "KNOCKOUT", None)
+    claims = tuple(mod.CLAIMS)
+    _check_claim_ids(exp_id, claims, expected, knockout)
+    return Experiment(exp_id, mod.PAPER, mod.Config, mod.run, claims, getattr(mod, "PLOTS", None),
                       getattr(mod, "TITLE", mod.PAPER.title), tuple(getattr(mod, "EXTRAS", ())), mod,
-                      None if expected is None else tuple(expected))
+                      None if expected is None else tuple(expected), None if knockout is None else tuple(knockout))
+
+
+def _check_claim_ids(exp_id: str, claims: tuple[Claim, ...], expected: Any, knockout: Any) -> None:
+    """Claim ids are unique, ``requires`` names premises of the same experiment, the gate names known ids."""
+    where = f"trustlab.experiments.{exp_id}"
+    ids = [c.id for c in claims]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise TypeError(f"{where}.CLAIMS repeats the ids {dup}.")
+    premises = {c.id for c in claims if c.kind == "premise"}
+    for c in claims:
+        unknown = [r for r in c.requires if r not in premises]
+        if unknown:
+            raise TypeError(f"{where}: claim {c.id!r} requires {unknown}, which are not premises in its CLAIMS.")
+    unknown = [i for i in (expected or ()) if i not in ids]
+    if unknown:
+        raise TypeError(f"{where}.QUICK_EXPECTED_PASS names {unknown}, which are not in its CLAIMS.")
+    if knockout is not None and (isinstance(knockout, str) or not all(isinstance(k, str) and "=" in k
+                                                                       for k in knockout)):
+        raise TypeError(f"{where}.KNOCKOUT must be a tuple of 'key=value' strings. Got {knockout!r}.")
 
 
 def _coerce(text: str, current: Any, annotation: Any, key: str, owner: str) -> Any:
@@ -211,10 +240,15 @@ def _import_torch_first(exp: Experiment) -> None:
         importlib.import_module("torch")
 
 
-def _resolve_config(exp: Experiment, mode: str, seeds: Sequence[int] | None, overrides: Iterable[str]
-                    ) -> tuple[ExperimentConfig, list[str]]:
+def _resolve_config(exp: Experiment, mode: str, seeds: Sequence[int] | None, overrides: Iterable[str],
+                    knockout: bool = False) -> tuple[ExperimentConfig, list[str]]:
     cfg = exp.config_cls.for_mode(mode)
     overrides = list(overrides)
+    if knockout:
+        if not exp.knockout:
+            raise ConfigError(f"Experiment '{exp.id}' declares no KNOCKOUT, so knockout=True cannot switch its "
+                              "mechanism off.")
+        overrides = [*exp.knockout, *overrides]  # the user's own --set still wins
     if seeds is not None:
         overrides.append("seeds=" + ",".join(str(int(s)) for s in seeds))
     cfg = apply_overrides(cfg, overrides) if overrides else cfg
@@ -226,12 +260,12 @@ def _resolve_config(exp: Experiment, mode: str, seeds: Sequence[int] | None, ove
     exp_id=[InstanceOf(str)], mode=[Options(MODES)], seeds=[SequenceOf(Interval(int, 0, None)), None],
     overrides=[SequenceOf(InstanceOf(str), min_len=0)], out_dir=[InstanceOf(str, os.PathLike), None],
     budget_s=[Interval("real", 0, None, closed="neither"), None], strict_budget=[Boolean()],
-    show_progress=[Boolean()], executor=[InstanceOf(Executor), None],
+    show_progress=[Boolean()], executor=[InstanceOf(Executor), None], knockout=[Boolean()],
 )
 def run_experiment(
     exp_id: str, mode: str = "quick", *, seeds: Sequence[int] | None = None, overrides: Iterable[str] = (),
     out_dir: str | Path | None = "runs", budget_s: float | None = None, strict_budget: bool = False,
-    show_progress: bool = True, executor: Executor | None = None,
+    show_progress: bool = True, executor: Executor | None = None, knockout: bool = False,
 ) -> tuple[Result, Path | None]:
     """Run one experiment, evaluate its claims, add provenance and write ``<out>/<id>/<mode>/<utc>.json``.
 
@@ -242,10 +276,12 @@ def run_experiment(
     measured. The experiment starts from global RNGs seeded with its first seed, and the caller's RNG,
     thread, warnings and matplotlib state is restored afterwards. ``executor`` runs the units the
     experiment maps over (``ctx.map``: seeds, trials, reference models; default: in this process); the
-    caller owns it (and closes it).
+    caller owns it (and closes it). ``knockout=True`` applies the experiment's ``KNOCKOUT`` overrides
+    (the mechanism switched off; recorded in provenance ``knockout``) before ``overrides``, and writes
+    the result under ``<out>/<id>/<mode>-knockout/`` so it never stands for the real run in a report.
     """
     exp = get_experiment(exp_id)
-    cfg, overrides = _resolve_config(exp, mode, seeds, overrides)
+    cfg, overrides = _resolve_config(exp, mode, seeds, overrides, knockout)
     strict = strict_budget or budget_s is not None
     budget = budget_s if budget_s is not None else exp.config_cls.budgets.get(mode)
     ctx = RunContext(seeds=tuple(cfg.seeds), out_dir=Path(out_dir) if out_dir else None, budget_s=budget,
@@ -266,7 +302,8 @@ def run_experiment(
                              timed_s=round(timed, 3), untimed_s=untimed, budget_s=budget, strict_budget=strict,
                              within_budget=budget is None or timed <= budget, overrun_at=ctx.overrun_at,
                              overrides=overrides, paper=dataclasses.asdict(exp.paper),
-                             executor=repr(executor) if executor is not None else "local (in process)")
+                             executor=repr(executor) if executor is not None else "local (in process)",
+                             knockout=list(exp.knockout or ()) if knockout else None)
     result.claims = evaluate_claims(result, exp.claims)
     return result, _save(result, out_dir)
 
@@ -275,14 +312,16 @@ def _save(result: Result, out_dir: str | Path | None) -> Path | None:
     if out_dir is None:
         return None
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    return result.save(Path(out_dir) / result.experiment / result.mode / f"{stamp}.json")
+    folder = result.mode + ("-knockout" if result.provenance.get("knockout") else "")
+    return result.save(Path(out_dir) / result.experiment / folder / f"{stamp}.json")
 
 
 @validate_args(results=[SequenceOf(InstanceOf(Result), min_len=0)])
 def exit_status(results: Iterable[Result]) -> int:
-    """The command's exit code over results: 2 if a run raised, 1 if a primary claim FAILed, else 0.
+    """The command's exit code over results: 2 if a run raised, 1 if a primary claim or premise is FAIL or
+    VOID, else 0.
 
-    Secondary claims and budget overruns never change it.
+    Secondary claims, skipped claims and budget overruns never change it.
     """
     results = list(results)
     if any(r.error is not None for r in results):

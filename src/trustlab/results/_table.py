@@ -16,7 +16,7 @@ from typing import Any
 from trustlab.results.result import Result
 
 #: statuses in the order a summary reports them
-STATUSES = ("PASS", "FAIL", "SKIP", "WARN", "ERROR")
+STATUSES = ("PASS", "FAIL", "VOID", "SKIP", "WARN", "ERROR")
 _LONG_FLOAT = re.compile(r"(?<![\w.])[-+]?\d+\.\d{5,}(?:[eE][-+]?\d+)?|(?<![\w.])[-+]?\d\.\d+[eE][-+]?\d+")
 _NO_SPACE_UNITS = ("%", "x", "\u00d7")
 
@@ -120,7 +120,7 @@ def claim_rows(result: Result) -> list[Row]:
             detail.append(f"paper: {fmt_value(c.paper_value, c.unit)}")
         if c.detail:
             detail.append(fmt_text(c.detail))
-        label = f"{c.id} (secondary)" if c.secondary else c.id
+        label = f"{c.id} (secondary)" if c.secondary else (f"{c.id} (premise)" if c.kind == "premise" else c.id)
         rows.append(Row(label, c.statement, observed, baseline, threshold, c.status, c.scale_note, "; ".join(detail)))
     budget = budget_row(result)
     if budget is not None:
@@ -143,10 +143,9 @@ def budget_row(result: Result) -> Row | None:
 
 
 def status_counts(result: Result) -> dict[str, int]:
-    """How many primary claims passed / failed / were skipped, plus WARN and ERROR rows."""
-    rows = claim_rows(result)
-    primary = [c for c in result.claims if not c.secondary]
-    out = {s: sum(c.status == s for c in primary) for s in ("PASS", "FAIL", "SKIP")}
-    out["WARN"] = sum(r.status == "WARN" for r in rows)
-    out["ERROR"] = int(result.error is not None)
+    """Primary claims and premises by status (PASS, FAIL, VOID, SKIP), plus WARN and ERROR rows."""
+    counts = result.counts
+    out = {s: counts[s] for s in ("PASS", "FAIL", "VOID", "SKIP")}
+    out["WARN"] = int(budget_row(result) is not None)
+    out["ERROR"] = counts["ERROR"]
     return out

@@ -31,10 +31,19 @@ class ClaimOutcome:
     unit: str = ""
     secondary: bool = False
     paper_value: Any = None
+    #: "claim" or "premise"; the premises this claim rests on; those of them that did not PASS on this run
+    kind: str = "claim"
+    requires: list[str] = field(default_factory=list)
+    voided_by: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
-        return "SKIP" if self.passed is None else ("PASS" if self.passed else "FAIL")
+        """PASS / FAIL / SKIP (not checked), or VOID: checked, but a premise it rests on did not PASS."""
+        if self.passed is None:
+            return "SKIP"
+        if self.voided_by:
+            return "VOID"
+        return "PASS" if self.passed else "FAIL"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClaimOutcome:
@@ -97,8 +106,16 @@ class Result:
 
     @property
     def passed(self) -> bool:
-        """True when no primary claim failed (skipped and secondary claims do not fail a run)."""
-        return self.error is None and all(c.passed is not False for c in self.claims if not c.secondary)
+        """True when no primary claim or premise is FAIL or VOID (SKIP and secondary lines do not fail a run)."""
+        return self.error is None and all(c.status in ("PASS", "SKIP") for c in self.claims if not c.secondary)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Primary claims and premises by status (PASS, FAIL, VOID, SKIP), and ERROR: 1 if the run raised."""
+        primary = [c for c in self.claims if not c.secondary]
+        out = {s: sum(c.status == s for c in primary) for s in ("PASS", "FAIL", "VOID", "SKIP")}
+        out["ERROR"] = int(self.error is not None)
+        return out
 
     @property
     def error(self) -> dict[str, Any] | None:
@@ -108,7 +125,8 @@ class Result:
 
     # -- JSON -------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(asdict(self))
+        """The JSON document; ``counts`` (derived from the claims, ignored on reading) is written for readers."""
+        return to_jsonable({**asdict(self), "counts": self.counts})
 
     def to_json(self, indent: int | None = 1) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
