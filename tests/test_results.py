@@ -79,7 +79,7 @@ def test_report_builds_markdown_html_and_plots(tmp_path):
     old.save(runs / "demo" / "quick" / "20250101T000000000000Z.json")  # older: must not be reported
     out = build_report(runs, tmp_path / "report.md", plotters={"demo": lambda res: {"acc": bar_plot(res, x="method")}})
     text = out.read_text()
-    assert "| C1 | ours beats baseline | 0.1 | 0.8 | 0.05 | PASS | small scale |" in text
+    assert "| C1 | ours beats baseline | 0.1 | 0.8 | 0.05 | - | PASS | - | small scale |" in text
     assert "FAIL" not in text
     pngs = sorted(p.name for p in (tmp_path / "report_files").iterdir())
     assert pngs == ["demo-quick-acc.png", "demo-quick-claims.png"]

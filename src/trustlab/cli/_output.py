@@ -11,24 +11,64 @@ from rich.table import Table
 
 from trustlab.cli._app import console, err
 
-_STATUS_STYLE = {"PASS": "green", "FAIL": "red", "SKIP": "yellow", "WARN": "yellow", "ERROR": "bold red"}
+_STATUS_STYLE = {"PASS": "green", "FAIL": "red", "VOID": "magenta", "SKIP": "yellow", "WARN": "yellow",
+                 "ERROR": "bold red"}
+_TITLE = "claims (statements, scale notes and details are in the report)"
+#: the plain table's columns and widths (stdout not a terminal: CI logs, `make demo > log`)
+_PLAIN = (("experiment", 12), ("claim", 22), ("status", 6), ("observed", 26), ("baseline", 18), ("threshold", 18),
+          ("paper", 10), ("default", 7))
+
+
+def _defaults(results: list) -> dict:
+    """The committed default-mode result of each experiment in ``results`` that is not itself default mode."""
+    if all(r.mode == "default" for r in results):
+        return {}
+    from trustlab.results.committed import committed_defaults
+
+    try:
+        return committed_defaults()
+    except Exception:  # noqa: BLE001 - the default column is context; it must never lose the table
+        return {}
+
+
+def _rows(results: list) -> list[tuple[str, Any]]:
+    from trustlab.results._table import claim_rows
+
+    defaults = _defaults(results)
+    return [(r.experiment, row) for r in results
+            for row in claim_rows(r, defaults.get(r.experiment) if r.mode != "default" else None)]
 
 
 def _claims_table(results: list) -> Table:
-    from trustlab.results._table import claim_rows
-
-    t = Table(title="claims (statements, scale notes and details are in the report)")
+    t = Table(title=_TITLE)
     t.add_column("experiment", no_wrap=True, min_width=10)
     t.add_column("claim", no_wrap=True, min_width=6)
     t.add_column("status", no_wrap=True, min_width=6)
     for col in ("observed", "baseline", "threshold"):
         t.add_column(col, overflow="fold", max_width=28)
-    for r in results:
-        for row in claim_rows(r):
-            claim = f"[dim]{escape(row.claim)}[/]" if row.claim.endswith("(secondary)") else escape(row.claim)
-            t.add_row(r.experiment, claim, f"[{_STATUS_STYLE[row.status]}]{row.status}[/]", escape(row.observed),
-                      escape(row.baseline), escape(row.threshold))
+    t.add_column("paper", overflow="fold", max_width=12)
+    t.add_column("default", no_wrap=True)
+    for exp, row in _rows(results):
+        claim = f"[dim]{escape(row.claim)}[/]" if row.claim.endswith("(secondary)") else escape(row.claim)
+        t.add_row(exp, claim, f"[{_STATUS_STYLE[row.status]}]{row.status}[/]", escape(row.observed),
+                  escape(row.baseline), escape(row.threshold), escape(row.paper), escape(row.default))
     return t
+
+
+def plain_claims_table(results: list) -> str:
+    """The claims table as fixed-width plain text: each cell wrapped within its column, never squashed."""
+    import textwrap
+
+    def line(cells: list[list[str]]) -> list[str]:
+        height = max(len(c) for c in cells)
+        return ["  ".join((c[i] if i < len(c) else "").ljust(w) for c, (_, w) in zip(cells, _PLAIN)).rstrip()
+                for i in range(height)]
+
+    out = [_TITLE, *line([[name] for name, _ in _PLAIN]), "  ".join("-" * w for _, w in _PLAIN)]
+    for exp, row in _rows(results):
+        values = [exp, row.claim, row.status, row.observed, row.baseline, row.threshold, row.paper, row.default]
+        out += line([textwrap.wrap(v, w, break_long_words=True) or [""] for v, (_, w) in zip(values, _PLAIN)])
+    return "\n".join(out)
 
 
 def _show_errors(results: list, debug: bool) -> None:
@@ -46,10 +86,16 @@ def _show_errors(results: list, debug: bool) -> None:
 def _finish(results: list, debug: bool) -> None:
     from trustlab.experiments.runner import exit_status
 
-    console.print(_claims_table(results))
+    if console.is_terminal:
+        console.print(_claims_table(results))
+    else:
+        print(plain_claims_table(results), flush=True)
     _show_errors(results, debug)
     code = exit_status(results)
-    failed = [c for r in results for c in r.claims if c.passed is False and not c.secondary]
+    failed = [c for r in results for c in r.claims if c.status == "FAIL" and not c.secondary]
+    void = [c for r in results for c in r.claims if c.status == "VOID" and not c.secondary]
+    counts = {s: sum(r.counts[s] for r in results) for s in ("PASS", "FAIL", "VOID", "SKIP", "ERROR")}
+    console.print("primary claims and premises: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     slow = [r.experiment for r in results if r.provenance.get("within_budget") is False]
     if slow:
         console.print(f"[yellow]past the budget target (a busy machine?): {', '.join(slow)}[/]; results are kept.")
@@ -57,7 +103,8 @@ def _finish(results: list, debug: bool) -> None:
         console.print(f"[bold red]{sum(r.error is not None for r in results)} experiment(s) raised an error[/]"
                       + (f"; {len(failed)} claim(s) FAILED" if failed else "") + ".")
     elif code == 1:
-        console.print(f"[red]{len(failed)} claim(s) FAILED[/] (see the scale notes in the report).")
+        console.print(f"[red]{len(failed)} claim(s) FAILED[/], [magenta]{len(void)} VOID[/] (a premise they rest on "
+                      "failed; see the scale notes in the report).")
     else:
         console.print("[green]all checked claims PASS[/]")
     if code:
@@ -90,6 +137,12 @@ def _write_report(runs_dir: Path, out: Path) -> list:
     found, skipped = scan_results(runs_dir)
     for _, reason in skipped:
         err.print("[yellow]skipped:[/] " + escape(reason), highlight=False)
-    path = build_report(runs_dir, out, plotters=plotters, titles=titles)
+    from trustlab.results.committed import committed_defaults
+
+    try:
+        defaults = committed_defaults()
+    except Exception:  # noqa: BLE001 - the default column is context; it must never lose the report
+        defaults = {}
+    path = build_report(runs_dir, out, plotters=plotters, titles=titles, defaults=defaults)
     console.print(f"report written to {path} (and {path.with_suffix('.html')})")
     return found

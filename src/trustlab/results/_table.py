@@ -86,6 +86,9 @@ class Row:
     status: str
     scale_note: str = ""
     detail: str = ""
+    #: the paper's own value, and the claim's status in the committed default-mode result ("-" if none)
+    paper: str = "-"
+    default: str = "-"
 
     def cells(self, columns: tuple[str, ...]) -> list[str]:
         return [getattr(self, c) for c in columns]
@@ -103,8 +106,13 @@ def _cell(v: Any, unit: str, detail: list[str], name: str) -> str:
     return shorten(text, _CELL) if len(text) > _CELL else text
 
 
-def claim_rows(result: Result) -> list[Row]:
-    """Rows for one result: an ERROR row if it raised, one row per claim, a WARN row if past its budget."""
+def claim_rows(result: Result, default: Result | None = None) -> list[Row]:
+    """Rows for one result: an ERROR row if it raised, one row per claim, a WARN row if past its budget.
+
+    ``default``: the experiment's committed default-mode result; each row then shows the claim's status
+    there (a quick PASS that is a default FAIL says so).
+    """
+    in_default = {c.id: c.status for c in default.claims} if default is not None else {}
     rows: list[Row] = []
     err = result.error
     if err is not None:
@@ -116,12 +124,12 @@ def claim_rows(result: Result) -> list[Row]:
         observed = _cell(c.observed, c.unit, detail, "observed")
         baseline = _cell(c.baseline, c.unit, detail, "baseline")
         threshold = _cell(c.threshold, c.unit, detail, "threshold")
-        if c.paper_value is not None:
-            detail.append(f"paper: {fmt_value(c.paper_value, c.unit)}")
+        paper = "-" if c.paper_value is None else _cell(c.paper_value, c.unit, detail, "paper")
         if c.detail:
             detail.append(fmt_text(c.detail))
         label = f"{c.id} (secondary)" if c.secondary else (f"{c.id} (premise)" if c.kind == "premise" else c.id)
-        rows.append(Row(label, c.statement, observed, baseline, threshold, c.status, c.scale_note, "; ".join(detail)))
+        rows.append(Row(label, c.statement, observed, baseline, threshold, c.status, c.scale_note, "; ".join(detail),
+                        paper, in_default.get(c.id, "-")))
     budget = budget_row(result)
     if budget is not None:
         rows.append(budget)

@@ -101,7 +101,7 @@ def line_plot(result: Result, x: str, y: str = "value", hue: str | None = None, 
     return fig
 
 
-_COLORS = {"PASS": "#2e7d32", "FAIL": "#c62828", "SKIP": "#9e9e9e"}
+_COLORS = {"PASS": "#2e7d32", "FAIL": "#c62828", "VOID": "#6a1b9a", "SKIP": "#9e9e9e"}
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _OP = r"(<=|>=|<|>|==|=|\u2264|\u2265)"
 _BAND = re.compile(rf"^\s*({_NUM})\s*(?:\+-|\+/-|\u00b1)\s*({_NUM})")

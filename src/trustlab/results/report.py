@@ -70,8 +70,10 @@ def _save_fig(fig: Any, path: Path) -> None:
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
 
 
-COLUMNS = ("claim", "statement", "observed", "baseline", "threshold", "status", "scale_note", "detail")
-HEADER = ["claim", "statement", "observed", "baseline", "threshold", "status", "scale note", "detail"]
+COLUMNS = ("claim", "statement", "observed", "baseline", "threshold", "paper", "status", "default", "scale_note",
+           "detail")
+HEADER = ["claim", "statement", "observed", "baseline", "threshold", "paper", "status", "default mode", "scale note",
+          "detail"]
 
 
 def _md_row(cells: list[str]) -> str:
@@ -101,26 +103,36 @@ def _run_line(r: Result) -> str:
 
 
 def _summary(results: list[tuple[Path, Result]], md: list[str], body: list[str]) -> None:
-    head = ["experiment", "mode", "primary claims passed", "failed", "status", "wall time (s)", "result file"]
+    head = ["experiment", "mode", "primary passed", "failed", "void", "status", "wall time (s)", "result file"]
     md += [_md_row(head), "|" + "---|" * len(head)]
     body.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in head[:-1]) + "</tr>")
     for path, r in results:
         n = status_counts(r)
-        checked = n["PASS"] + n["FAIL"]
-        status = "ERROR" if n["ERROR"] else ("FAIL" if n["FAIL"] else "PASS")
+        checked = n["PASS"] + n["FAIL"] + n["VOID"]
+        status = "ERROR" if n["ERROR"] else ("FAIL" if n["FAIL"] else ("VOID" if n["VOID"] else "PASS"))
         if n["WARN"]:
             status += " (over budget)"
-        cells = [r.experiment, r.mode, f"{n['PASS']}/{checked}", str(n["FAIL"]), status,
+        cells = [r.experiment, _mode_label(r), f"{n['PASS']}/{checked}", str(n["FAIL"]), str(n["VOID"]), status,
                  fmt_number(r.provenance.get("wall_time_s", float("nan")))]
         md.append(_md_row([*cells, f"`{path}`"]))
         body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     body.append("</table>")
 
 
-def _claims_section(r: Result, md: list[str], body: list[str]) -> None:
+def _mode_label(r: Result) -> str:
+    return r.mode + (" (knockout)" if r.provenance.get("knockout") else "")
+
+
+def _claims_section(r: Result, md: list[str], body: list[str], default: Result | None = None) -> None:
+    caption = ""
+    if default is not None:
+        caption = (f"default mode: each claim's status in the committed default-mode result (git "
+                   f"{str(default.provenance.get('git_sha', '?'))[:10]}, {default.provenance.get('utc', '?')})")
+        md += ["", caption]
     md += ["", _md_row(HEADER), "|" + "---|" * len(HEADER)]
-    body.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in HEADER) + "</tr>")
-    for row in claim_rows(r):
+    body.append("<table>" + (f"<caption>{html.escape(caption)}</caption>" if caption else "") + "<tr>"
+                + "".join(f"<th>{h}</th>" for h in HEADER) + "</tr>")
+    for row in claim_rows(r, default):
         cells = row.cells(COLUMNS)
         if row.status == "ERROR":  # the traceback goes to the HTML only, folded
             cells = [*cells[:-1], "see the HTML report" if row.detail else ""]
@@ -146,17 +158,17 @@ def _figures(r: Result, plotters: Mapping[str, Plotter] | None, md: list[str]) -
 
 
 def _result_section(r: Result, title: str, plotters: Mapping[str, Plotter] | None, files_dir: Path, out: Path,
-                    md: list[str], body: list[str]) -> None:
+                    md: list[str], body: list[str], default: Result | None = None) -> None:
     """One result's heading, run line, claims table, notes and figures."""
-    md += ["", f"## {title} [{r.mode}]", "", _run_line(r)]
-    body += [f"<h2>{html.escape(title)} [{r.mode}]</h2>", f"<p>{html.escape(_run_line(r))}</p>"]
-    _claims_section(r, md, body)
+    md += ["", f"## {title} [{_mode_label(r)}]", "", _run_line(r)]
+    body += [f"<h2>{html.escape(title)} [{html.escape(_mode_label(r))}]</h2>", f"<p>{html.escape(_run_line(r))}</p>"]
+    _claims_section(r, md, body, default if r.mode != "default" else None)
     for note in r.notes:
         md.append(f"\n> {note}")
         body.append(f"<blockquote>{html.escape(note)}</blockquote>")
     md.append("")
     for name, fig in _figures(r, plotters, md).items():
-        png = files_dir / f"{r.experiment}-{r.mode}-{name}.png"
+        png = files_dir / f"{r.experiment}-{_mode_label(r).replace(' (knockout)', '-knockout')}-{name}.png"
         _save_fig(fig, png)
         rel = png.relative_to(out.parent) if png.is_relative_to(out.parent) else png
         md.append(f"![{r.experiment} {name}]({rel.as_posix()})")
@@ -164,20 +176,24 @@ def _result_section(r: Result, title: str, plotters: Mapping[str, Plotter] | Non
 
 
 _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
-          "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}tr.fail td:nth-child(6){color:#c62828}"
-          "tr.pass td:nth-child(6){color:#2e7d32}tr.warn td{background:#fff8e1}tr.error td{background:#ffebee}")
+          "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}tr.fail td:nth-child(7){color:#c62828}"
+          "tr.pass td:nth-child(7){color:#2e7d32}tr.void td:nth-child(7){color:#6a1b9a}tr.warn td{background:#fff8e1}tr.error td{background:#ffebee}")
 
 
-@validate_args(runs_dir=_PATH, out=_PATH, plotters=_MAPPING_OR_NONE, titles=_MAPPING_OR_NONE, html_out=[Boolean()])
+@validate_args(runs_dir=_PATH, out=_PATH, plotters=_MAPPING_OR_NONE, titles=_MAPPING_OR_NONE, html_out=[Boolean()],
+               defaults=_MAPPING_OR_NONE)
 def build_report(
     runs_dir: str | Path, out: str | Path = "report.md", *, plotters: Mapping[str, Plotter] | None = None,
-    titles: Mapping[str, str] | None = None, html_out: bool = True,
+    titles: Mapping[str, str] | None = None, html_out: bool = True, defaults: Mapping[str, Result] | None = None,
 ) -> Path:
     """Write ``out`` (Markdown), its plots under ``<out stem>_files/`` and, optionally, ``<out stem>.html``.
 
     ``plotters[experiment](result)`` returns ``{name: matplotlib Figure}`` drawn from the saved result.
     The newest readable result per experiment and mode is reported; files that cannot be read are listed
-    with the reason. Runs that raised show an ERROR row, runs past their budget target a WARN row.
+    with the reason. Runs that raised show an ERROR row, runs past their budget target a WARN row, and a
+    claim resting on a failed premise is VOID with the premise's numbers. ``defaults[experiment]`` (e.g.
+    :func:`~trustlab.results.committed.committed_defaults`) adds each claim's default-mode status to the
+    tables of quick and paper runs.
     """
     out = Path(out)
     files_dir = out.with_name(out.stem + "_files")
@@ -189,7 +205,7 @@ def build_report(
         try:  # a result we cannot render is skipped with its reason; the others are still reported
             _summary([(path, r)], [], [])
             _result_section(r, (titles or {}).get(r.experiment, r.experiment), plotters, files_dir, out, sec_md,
-                            sec_body)
+                            sec_body, (defaults or {}).get(r.experiment))
         except Exception as exc:  # noqa: BLE001
             reason = f"it could not be rendered ({type(exc).__name__}: {exc})"
             skipped.append((path, reason))
