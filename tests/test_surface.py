@@ -169,3 +169,13 @@ def test_docs_name_no_machine_specific_paths():
            for i, line in enumerate((root / f).read_text(encoding="utf-8", errors="replace").splitlines(), 1)
            if pattern.search(line)]
     assert not bad, f"machine-specific paths in: {bad}"
+
+
+def test_generated_claims_tables_are_fresh():
+    """README's and the paper pages' claims tables are generated from the committed default-mode results
+    (scripts/paper_tables.py); a stale one means a result or a claim changed without regenerating them."""
+    import runpy
+
+    ns = runpy.run_path(str(ROOT / "scripts" / "paper_tables.py"), run_name="paper_tables")
+    stale = [str(p.relative_to(ROOT)) for p in ns["stale"]()]
+    assert not stale, f"stale generated tables (run python scripts/paper_tables.py): {stale}"
