@@ -83,7 +83,7 @@ def test_report_builds_markdown_html_and_plots(tmp_path):
     assert "FAIL" not in text
     pngs = sorted(p.name for p in (tmp_path / "report_files").iterdir())
     assert pngs == ["demo-quick-acc.png", "demo-quick-claims.png"]
-    assert "<table>" in (tmp_path / "report.html").read_text()
+    assert "<table class='claims'>" in (tmp_path / "report.html").read_text()
 
 
 def test_report_with_no_results(tmp_path):

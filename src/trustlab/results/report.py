@@ -105,7 +105,7 @@ def _run_line(r: Result) -> str:
 def _summary(results: list[tuple[Path, Result]], md: list[str], body: list[str]) -> None:
     head = ["experiment", "mode", "primary passed", "failed", "void", "status", "wall time (s)", "result file"]
     md += [_md_row(head), "|" + "---|" * len(head)]
-    body.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in head[:-1]) + "</tr>")
+    body.append("<div class='t'><table id='summary'><tr>" + "".join(f"<th>{h}</th>" for h in head[:-1]) + "</tr>")
     for path, r in results:
         n = status_counts(r)
         checked = n["PASS"] + n["FAIL"] + n["VOID"]
@@ -116,7 +116,7 @@ def _summary(results: list[tuple[Path, Result]], md: list[str], body: list[str])
                  fmt_number(r.provenance.get("wall_time_s", float("nan")))]
         md.append(_md_row([*cells, f"`{path}`"]))
         body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-    body.append("</table>")
+    body.append("</table></div>")
 
 
 def _mode_label(r: Result) -> str:
@@ -130,8 +130,8 @@ def _claims_section(r: Result, md: list[str], body: list[str], default: Result |
                    f"{str(default.provenance.get('git_sha', '?'))[:10]}, {default.provenance.get('utc', '?')})")
         md += ["", caption]
     md += ["", _md_row(HEADER), "|" + "---|" * len(HEADER)]
-    body.append("<table>" + (f"<caption>{html.escape(caption)}</caption>" if caption else "") + "<tr>"
-                + "".join(f"<th>{h}</th>" for h in HEADER) + "</tr>")
+    body.append("<div class='t'><table class='claims'>" + (f"<caption>{html.escape(caption)}</caption>" if caption else "")
+                + "<tr>" + "".join(f"<th>{h}</th>" for h in HEADER) + "</tr>")
     for row in claim_rows(r, default):
         cells = row.cells(COLUMNS)
         if row.status == "ERROR":  # the traceback goes to the HTML only, folded
@@ -142,7 +142,7 @@ def _claims_section(r: Result, md: list[str], body: list[str], default: Result |
                 if row.status == "ERROR" and row.detail else html.escape(cells[-1]))
         cls = f' class="{row.status.lower()}"'
         body.append(f"<tr{cls}>" + "".join(f"<td>{c}</td>" for c in [*tds, last]) + "</tr>")
-    body.append("</table>")
+    body.append("</table></div>")
 
 
 def _figures(r: Result, plotters: Mapping[str, Plotter] | None, md: list[str]) -> dict[str, Any]:
@@ -175,9 +175,11 @@ def _result_section(r: Result, title: str, plotters: Mapping[str, Plotter] | Non
         body.append(f'<p><img src="{html.escape(rel.as_posix())}" alt="{html.escape(name)}"></p>')
 
 
-_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
+_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 8px}table{border-collapse:collapse}"
+          ".t{overflow-x:auto;max-width:100%}img{max-width:100%;height:auto}blockquote{overflow-wrap:anywhere}"
           "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}tr.fail td:nth-child(7){color:#c62828}"
-          "tr.pass td:nth-child(7){color:#2e7d32}tr.void td:nth-child(7){color:#6a1b9a}tr.warn td{background:#fff8e1}tr.error td{background:#ffebee}")
+          "tr.pass td:nth-child(7){color:#2e7d32}tr.void td:nth-child(7){color:#6a1b9a}tr.warn td{background:#fff8e1}"
+          "tr.error td{background:#ffebee}")
 
 
 @validate_args(runs_dir=_PATH, out=_PATH, plotters=_MAPPING_OR_NONE, titles=_MAPPING_OR_NONE, html_out=[Boolean()],
