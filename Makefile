@@ -39,7 +39,7 @@ install: $(STAMP)
 # bad input or an experiment that raised (exit 2) and an internal crash (exit 3) fail it.
 demo: $(STAMP)
 	@rc=0; $(VENV)/bin/trustlab reproduce --quick --all --out runs --report report.md || rc=$$?; \
-	if [ $$rc -eq 1 ]; then echo "demo: some claims FAIL at quick scale; see report.md for numbers and scale notes"; \
+	if [ $$rc -eq 1 ]; then echo "demo: some claims FAIL or are VOID (a premise failed) at quick scale; see report.md for numbers and scale notes"; \
 	elif [ $$rc -ne 0 ]; then exit $$rc; fi
 
 test: $(STAMP)
