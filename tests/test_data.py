@@ -174,3 +174,30 @@ def test_categorical_column_error_names_the_column_and_hints_at_encoding():
     with pytest.raises(InputError, match=r"'city'.*OrdinalEncoder"):
         validate_value("fit", "X", df, [ArrayLike(ndim=2)], noun="argument")
     assert check_array(df[["age"]]).shape == (2, 1)
+
+
+def test_user_file_errors_name_the_file_and_the_line(tmp_path):
+    """Issue 43: errors reading a user's JSONL or CSV name the file and the line (blank lines counted)."""
+    from trustlab.data import load_table, read_csv, read_jsonl
+    from trustlab.methods.dint import load_task_jsonl
+
+    j = tmp_path / "task.jsonl"
+    j.write_text(json.dumps({"prompt": "1+1=", "answer": "2"}) + "\n\n" + json.dumps({"prompt": "2+2="}) + "\n")
+    assert read_jsonl(j).line_of(1) == 3
+    with pytest.raises(InputError, match=r"task\.jsonl line 3 needs non-empty string fields"):
+        load_task_jsonl(j)
+    j.write_bytes(b'{"text": "ok"}\n{"text": "caf\xe9"}\n')
+    with pytest.raises(InputError, match=r"line 2 is not UTF-8"):
+        read_jsonl(j)
+    c = tmp_path / "t.csv"
+    c.write_text("a,b\n1,2\n3,4,5\n")
+    with pytest.raises(InputError, match=r"t\.csv line 3 cannot be parsed as CSV"):
+        read_csv(c)
+    with pytest.raises(InputError, match=r"t\.csv line 3"):
+        load_table(c, target="a")
+    c.write_bytes(b"a,b\n1,2\n\xff,3\n")
+    with pytest.raises(InputError, match=r"t\.csv line 3 is not UTF-8"):
+        read_csv(c)
+    c.write_text("")
+    with pytest.raises(InputError, match="is empty"):
+        read_csv(c)

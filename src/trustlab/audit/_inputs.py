@@ -53,7 +53,6 @@ def read_table(path: str | Path) -> Any:
 
     Raises ``InputError`` naming the file for a missing, empty or unparsable file.
     """
-    import pandas as pd
 
     text = str(path)
     p = _example_path(text.split(":", 1)[1]) if text.startswith("example:") else Path(path)
@@ -62,10 +61,12 @@ def read_table(path: str | Path) -> Any:
     if p.stat().st_size == 0:
         raise InputError(f"The 'path' argument of read_table must be a CSV with a header and rows. Got {text!r} "
                          "(an empty file).")
+    from trustlab.data import read_csv
+
     try:
-        df = pd.read_csv(p)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"The 'path' argument of read_table must be a readable CSV. Got {text!r} ({exc}).") from None
+        df = read_csv(p)
+    except InputError as exc:  # names the file and the line
+        raise InputError(f"The 'path' argument of read_table must be a readable CSV. {exc}") from None
     if len(df) == 0:
         raise InputError(f"The 'path' argument of read_table must be a CSV with at least one row. Got {text!r} "
                          f"(a header with columns {list(df.columns)[:8]} and no rows).")

@@ -99,7 +99,9 @@ def licensing_report(
     def read(path: Path) -> pd.DataFrame:
         if not path.is_file():
             raise InputError(f"The data file {str(path)!r} does not exist.")
-        return pd.read_csv(path)
+        from trustlab.data import read_csv
+
+        return read_csv(path)
 
     try:
         df = read(data)

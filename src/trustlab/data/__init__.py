@@ -17,6 +17,7 @@ _LAZY = {
 
     "load_text": "text",
     "read_jsonl": "text",
+    "read_csv": "text",
     "partition_iid": "federated",
     "partition_dirichlet": "federated",
     "read_shipped_json": "shipped",

@@ -104,7 +104,9 @@ def load_table(path: str | Path, target: str | None = None, *, name: str | None 
         raise AssetNotFoundError(f"The 'path' argument of load_table points to a missing file: {str(p)!r}.")
     suffix = p.suffix.lower()
     if suffix in (".csv", ".txt"):
-        df = pd.read_csv(p)
+        from trustlab.data.text import read_csv
+
+        df = read_csv(p)
     elif suffix in (".parquet", ".pq"):
         from trustlab.core.optional import require
 
@@ -188,7 +190,9 @@ def load_german_credit(path: str | Path | None = None, *, target: str = "risk") 
         if not p.is_file():
             raise AssetNotFoundError(f"The 'path' argument of load_german_credit points to a missing file: {str(p)!r}.")
         source = str(p.resolve())
-    df = pd.read_csv(p)
+    from trustlab.data.text import read_csv
+
+    df = read_csv(p)
     if df.empty:
         raise InputError(f"The file {str(p)!r} passed to load_german_credit has no rows.")
     if target not in df.columns:

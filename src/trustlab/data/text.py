@@ -32,26 +32,80 @@ def list_text_sets() -> list[str]:
 
 
 @validate_args(path=_PATH)
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Read a JSONL file (one JSON object a line); errors name the file and line."""
+def read_jsonl(path: str | Path) -> RowsWithLines:
+    """Read a JSONL file (one JSON object a line); errors name the file and line.
+
+    The rows come back as a list whose ``line_of(i)`` gives the file line of row ``i`` (blank lines are
+    skipped but counted), so a caller checking fields can name the line too.
+    """
     p = Path(path)
     if not p.exists():
         raise AssetNotFoundError(f"The 'path' argument of read_jsonl points to a missing file: {str(p)!r}.")
-    rows = []
-    with p.open(encoding="utf-8") as fh:
-        for i, line in enumerate(fh, 1):
+    rows, lines = [], []
+    with p.open("rb") as fh:
+        for i, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(f"{p} line {i} is not UTF-8 text; save the file as UTF-8.") from None
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise InputError(f"{p.name} line {i} is not valid JSON: {exc.msg}.") from exc
+                raise InputError(f"{p} line {i} is not valid JSON: {exc.msg}.") from exc
             if not isinstance(obj, dict):
-                raise InputError(f"{p.name} line {i} must be a JSON object. Got {type(obj).__name__}.")
+                raise InputError(f"{p} line {i} must be a JSON object. Got {type(obj).__name__}.")
+            obj = dict(obj)
             rows.append(obj)
+            lines.append(i)
     if not rows:
-        raise InputError(f"{p.name} holds no rows.")
-    return rows
+        raise InputError(f"{p} holds no rows.")
+    return RowsWithLines(rows, lines)
+
+
+class RowsWithLines(list):
+    """The rows of a JSONL file; ``line_of(i)`` is the file line row ``i`` (0-based) came from."""
+
+    def __init__(self, rows: list[dict[str, Any]], lines: list[int]) -> None:
+        super().__init__(rows)
+        self.lines = list(lines)
+
+    def line_of(self, i: int) -> int:
+        return self.lines[i]
+
+
+
+def _line_of_byte(path: Path, offset: int) -> int:
+    with path.open("rb") as fh:
+        return fh.read(offset).count(b"\n") + 1
+
+
+@validate_args(path=_PATH)
+def read_csv(path: str | Path) -> Any:
+    """Read a CSV file with pandas; an unreadable one raises :class:`InputError` naming the file and the line.
+
+    A missing file raises :class:`AssetNotFoundError`; a malformed row, an empty file or bytes that are not
+    UTF-8 name ``<file> line <n>`` (pandas' own message is kept after it).
+    """
+    import re
+
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise AssetNotFoundError(f"The 'path' argument of read_csv points to a missing file: {str(p)!r}.")
+    try:
+        return pd.read_csv(p)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{p} line {_line_of_byte(p, exc.start)} is not UTF-8 text (byte {exc.object[exc.start]:#x}"
+                         "); save the file as UTF-8.") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{p} is empty: a CSV needs a header line and rows.") from None
+    except pd.errors.ParserError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        where = f"{p} line {m.group(1)}" if m else str(p)
+        raise InputError(f"{where} cannot be parsed as CSV ({str(exc).strip()}).") from None
 
 
 @validate_args(name_or_path=_PATH, text_field=[InstanceOf(str)], label_field=[InstanceOf(str), None])

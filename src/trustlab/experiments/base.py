@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import InstanceOf
+from trustlab.core.constraints import CallableRule, InstanceOf, Interval, Options
 from trustlab.core.exceptions import BudgetExceededError, ConfigError
 from trustlab.results.result import ClaimOutcome, Result
 
@@ -236,6 +236,14 @@ class Claim:
         return self.scale_note(config) if callable(self.scale_note) else self.scale_note
 
 
+def _example_check(result: Result) -> CheckResult:
+    return CheckResult(True, 1.0, ">= 1")
+
+
+@validate_args(lambda: {"id": "pre-x", "statement": "the mechanism ran", "check": _example_check},
+               id=[InstanceOf(str)], statement=[InstanceOf(str)], check=[CallableRule()],
+               modes=[SequenceOf(Options(MODES))], scale_note=[InstanceOf(str), CallableRule()],
+               paper_value=[Interval("real", None, None), None])
 def Premise(id: str, statement: str, check: Callable[[Result], CheckResult], *,  # noqa: N802 - a Claim kind
             modes: tuple[str, ...] = MODES, scale_note: str | Callable[[dict[str, Any]], str] = "",
             paper_value: float | None = None) -> Claim:

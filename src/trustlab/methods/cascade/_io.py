@@ -40,7 +40,9 @@ def _read_frame(path: Path) -> Any:
 
         return pd.DataFrame(read_jsonl(path))
     if suffix.endswith(".csv"):
-        return pd.read_csv(path)
+        from trustlab.data import read_csv
+
+        return read_csv(path)
     if suffix.endswith((".pkl", ".pickle")):
         return pd.read_pickle(path)  # the user's own file (RouterBench ships pickles)
     raise InputError(f"Unknown table format {path.suffix!r} for {str(path)!r}; use .jsonl, .csv or .pkl.")

@@ -45,19 +45,18 @@ def load_dialogues(path: str | Path) -> list[Dialogue]:
     p = Path(path)
     if not p.is_file():
         raise AssetNotFoundError(f"The 'path' argument of load_dialogues points to a missing file: {str(p)!r}.")
-    text = p.read_text(encoding="utf-8")
     if p.suffix == ".jsonl":
-        rows: list[tuple[str, Any]] = []
-        for i, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append((f"{p.name} line {i}", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{p.name} line {i} is not valid JSON: {exc.msg}.") from exc
+        from trustlab.data import (
+            read_jsonl,  # names the file and line of bad JSON or bytes that are not UTF-8
+        )
+
+        found = read_jsonl(p)
+        rows: list[tuple[str, Any]] = [(f"{p.name} line {found.line_of(i)}", d) for i, d in enumerate(found)]
     else:
         try:
-            doc = json.loads(text)
+            doc = json.loads(p.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{p.name} is not UTF-8 text (byte {exc.start}); save the file as UTF-8.") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"{p.name} is not valid JSON (line {exc.lineno}: {exc.msg}). For one dialogue per "
                              "line, name the file .jsonl.") from exc

@@ -183,10 +183,14 @@ def load_task_jsonl(path: str | os.PathLike[str]) -> TaskData:
 
     p = Path(path)
     prompts, answers, options = [], [], []
-    for i, row in enumerate(read_jsonl(p), 1):
+    rows = read_jsonl(p)
+    for i, row in enumerate(rows):
         if not all(isinstance(row.get(k), str) and row[k] for k in ("prompt", "answer")):
-            raise InputError(f"{p}: row {i} needs non-empty string fields 'prompt' and 'answer'. "
+            raise InputError(f"{p} line {rows.line_of(i)} needs non-empty string fields 'prompt' and 'answer'. "
                              f"Got {str(row)[:80]!r}.")
+        if "options" in row and not (isinstance(row["options"], list) and row["answer"] in row["options"]):
+            raise InputError(f"{p} line {rows.line_of(i)}: 'options' must be a list that contains the answer "
+                             f"{row['answer']!r}. Got {str(row['options'])[:80]!r}.")
         prompts.append(row["prompt"])
         answers.append(row["answer"])
         options.append(tuple(row["options"]) if "options" in row else None)
