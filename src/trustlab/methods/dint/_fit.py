@@ -147,7 +147,7 @@ def _warn_overlap(seqs: Any, positions: str) -> None:
 
 @validate_args(model="no_validation", intervention=[INTERVENTION], data=[TASK], tokenizer="no_validation",
                steps=[Interval(int, 1, None)], batch_size=[Interval(int, 1, None)],
-               lr=[Interval(float, 0, None, closed="neither"), None], warmup_steps=[Interval(int, 0, None)],
+               lr=[Interval(float, 0, None), None], warmup_steps=[Interval(int, 0, None)],
                schedule=[Satisfies(lambda v: v in ("constant", "linear", "cosine"), "one of constant/linear/cosine",
                                    ["step"], valid="linear")],
                chat=[Boolean()], system=[str, None], random_state=["random_state"],
@@ -160,7 +160,8 @@ def fit_intervention(
 ) -> InterventionFit:
     """Train ``intervention`` on ``data`` (TaskData or JSONL path) with the base ``model`` frozen.
 
-    ``lr`` defaults to the anchors' 9e-4 (LoReFT) / 3e-3 (D-ReFT). After training the intervention's
+    ``lr`` defaults to the anchors' 9e-4 (LoReFT) / 3e-3 (D-ReFT); ``lr=0`` runs the same steps without moving
+    the weights (the untrained intervention, experiment ``dint``'s knockout). After training the intervention's
     modules hold the learned weights; ``intervention.apply(model)`` uses them. ``forward`` (a
     :class:`trustlab.llm.PolicyForward` of the tokenised ``data`` replaying from the intervention's block,
     e.g. ``InterventionEvaluator.forward(data, layer)``) reuses one replay cache across several fits.
