@@ -17,7 +17,7 @@ def _grads(obj: Any, rows: np.ndarray, params: list[Any]) -> tuple[Any, float]:
     g = torch.autograd.grad(out.loss, params, allow_unused=True)
     flat = torch.cat([(x if x is not None else torch.zeros_like(p)).reshape(-1) for x, p in zip(g, params,
                                                                                                  strict=True)])
-    return flat.detach().double(), float(out.loss)
+    return flat.detach().double(), float(out.loss.detach())
 
 
 def feature_share(obj: Any, n_pairs: int) -> dict[str, float]:
