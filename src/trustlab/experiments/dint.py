@@ -24,8 +24,9 @@ from trustlab.results.result import Result
 
 TITLE = "D-Intervention: D-ReFT vs LoReFT (clean accuracy, robustness, learned sigma) on SmolLM2-135M"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: claims that PASS in quick mode (measured by running quick mode; see docs/papers/dint.md)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ()
+#: the quick gate's rule (python -m trustlab.experiments._gates dint; docs/papers/dint.md): both PASS on 5/5 quick
+#: seeds and not under the KNOCKOUT; they show the interventions train, nothing about the claims (C3 is VOID)
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-loss-moves", "pre-sigma-moves")
 #: the mechanism off: zero training steps, every intervention keeps its initial weights (same evaluation)
 KNOCKOUT: tuple[str, ...] = ("early_steps=0", "late_steps=0")
 
