@@ -30,8 +30,9 @@ from trustlab.results.result import Result
 
 TITLE = "Antidote: one-shot pruning of harmful LoRA weights after harmful fine-tuning (VaultGuard, SmolLM2-135M)"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: claims that PASS in quick mode (measured by running quick mode; see docs/papers/antidote.md)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("S2",)  # on the random tiny model: pruning moves HS_tf, no meaning beyond the mechanics
+#: the quick gate's rule (python -m trustlab.experiments._gates antidote; docs/papers/antidote.md): the edit moves
+#: HS_tf on 5/5 quick seeds (random tiny model; mechanics only) and not under the KNOCKOUT
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-prune-moves",)
 
 #: the mechanism off: Antidote's rows are the unpruned attack model (no weight zeroed); the baselines still prune
 KNOCKOUT: tuple[str, ...] = ("prune=False",)
