@@ -17,6 +17,8 @@ Claims (issue 25, spec section 5), pre-registered before the first default-mode 
 at low lr, while Lisa-lite's reduction shrinks by >= 50 % from low to high lr.
 Secondary lines (reported beside, never the exit status): S1 held-out secret type, S2 C2 on HS_tf,
 S3 LDIFS-lite vs Antidote at high lr, S4 magnitude prune and benign-calibration Wanda vs Antidote.
+Premises (issue 39; C2-C4 and S1-S4 rest on them): pre-aligned, pre-attack (C1's two halves), pre-prunes-both
+(lora_A and lora_B both pruned), pre-prune-moves (the edit moves HS_tf); KNOCKOUT prune=False.
 """
 
 from __future__ import annotations
@@ -309,7 +311,7 @@ def _pre_attack(r: Result) -> CheckResult:
     return CheckResult(s >= ATTACK_HS and f >= ATTACK_FA, (round(s, 1), round(f, 1)),
                        f"(>= {ATTACK_HS:g}, >= {ATTACK_FA:g})", baseline=None if a is None else round(a, 1),
                        unit="% (HS, FA of the high-lr SFT attack; mean over seeds; baseline = aligned HS)",
-                       detail=f"HS_tf {_mean(r, 'sft', 'high', 'hs_tf'):.1f} %")
+                       detail=f"HS_tf {_mean(r, 'sft', 'high', 'hs_tf')} %")
 
 
 def _pre_prunes(r: Result) -> CheckResult:

@@ -9,6 +9,8 @@ noise c = 0.2 at the intervened block's input, D-ReFT's drop (official clamp, sa
 bounded sigmoid the learned sigma at layer 0 > at the late layer (mean over its seeds); (C4b) with the official
 clamp sigma stays 0.2 (|sigma - 0.2| <= 1e-3) at both layers. All arms train on the same examples, steps, batch
 and learning rate (one shared lr; the anchors' per-method lrs belong to 9-12 epochs on Math10K).
+Premises (issue 39): pre-loss-moves, pre-learned-late / pre-learned-early (LoReFT off the floor),
+pre-sigma-moves; KNOCKOUT early_steps=0, late_steps=0 (untrained interventions).
 """
 
 from __future__ import annotations

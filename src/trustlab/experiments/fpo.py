@@ -10,6 +10,8 @@ the FPO loss from the offline caches equals the online-reference loss within 1e-
 adapter so policy != reference); (C5) FPO's training loss goes down (mean of the last 3 steps < first 3).
 The GPT-4 win-rate and 9B claims cannot be shown here. Every method trains on the same pairs, LoRA config,
 steps, learning rate and seeds (no per-method tuning; the paper's loss hyper-parameters).
+Premises (issue 39): pre-feature-term (the feature term carries >= 10 % of the loss gradient; C2, C3, C5 rest
+on it) and pre-c4-sees-features (C4 rests on it); KNOCKOUT alpha=0 (length-normalised DPO).
 """
 
 from __future__ import annotations
