@@ -295,3 +295,25 @@ def test_quick_run_claims_and_plots(quick_run):
     status = {c.id: c.passed for c in result.claims}
     assert all(status[i] for i in exp.QUICK_EXPECTED_PASS), status
     assert set(exp.PLOTS(result)) == {"hs_vs_fa", "hs_vs_lr"}
+
+
+def test_antidote_premises_on_hand_made_results():
+    """The premises read the run's records: the aligned / attacked sandbox, both LoRA matrices pruned, HS_tf moved."""
+    from trustlab.experiments import antidote as exp
+    from trustlab.results.result import Result
+
+    cfg = exp.Config().to_dict()
+    r = Result("antidote", "", cfg)
+    assert all(f(r).passed is None for f in (exp._pre_aligned, exp._pre_attack, exp._pre_prunes, exp._pre_moves))
+    r.add(method="aligned", dataset="none", seed=0, metric="hs_gen", value=40.0)
+    r.add(method="aligned", dataset="none", seed=0, metric="hs_tf", value=5.0)
+    for m, v in (("hs_gen", 100.0), ("hs_tf", 100.0), ("fa", 54.2)):
+        r.add(method="sft", dataset="high", seed=0, metric=m, value=v)
+    anti = f"antidote@{cfg['alpha']:g}"
+    for m, v in (("hs_tf", 97.5), ("n_pruned_A", 5472), ("n_pruned_B", 0)):
+        r.add(method=anti, dataset="high", seed=0, metric=m, value=v)
+    assert exp._pre_aligned(r).passed is False  # the default run's 40 % leak
+    assert exp._pre_attack(r).passed is False  # FA at chance
+    assert exp._pre_prunes(r).passed is False  # int(8 x 0.1) = 0 columns of lora_B
+    assert exp._pre_moves(r).passed is False  # 2.5 points < 5
+    assert exp._pre_moves(r).observed == 2.5

@@ -88,6 +88,47 @@ def test_official_clamp_sigma_stays_at_0_2_after_training(tiny):
     assert abs(fit2.sigma_mean - 0.2) > 1e-3  # the learnable one moved
 
 
+def test_zero_steps_keeps_the_initial_weights_the_knockout(tiny):
+    """``steps=0`` (experiment dint's KNOCKOUT) trains nothing: empty history, weights as initialised."""
+    import torch
+
+    model, tok = tiny
+    iv = dint.DReFT(layer=1, rank=4, sigma_param="bounded_sigmoid", random_state=0)
+    fit = dint.fit_intervention(model, iv, dint.arith_lite(8, random_state=0), tok, steps=0, batch_size=4)
+    ref = dint.DReFT(layer=1, rank=4, sigma_param="bounded_sigmoid", random_state=0)
+    ref.build(model.config.hidden_size)
+    assert fit.history.n_steps == 0
+    for a, b in zip(iv.module_.state_dict().values(), ref.module_.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    trained = dint.DReFT(layer=1, rank=4, sigma_param="bounded_sigmoid", random_state=0)
+    dint.fit_intervention(model, trained, dint.arith_lite(8, random_state=0), tok, steps=2, batch_size=4, lr=1e-2)
+    assert any(not torch.equal(a, b) for a, b in zip(trained.module_.state_dict().values(),
+                                                      ref.module_.state_dict().values(), strict=True))
+
+
+def test_experiment_premises_read_the_recorded_quantities():
+    """dint's premises on hand-made results: loss fall, the floor, sigma movement (FAIL, PASS and None)."""
+    from trustlab.experiments import dint as exp
+    from trustlab.results.result import Result
+
+    cfg = exp.Config.quick().to_dict()
+    r = Result("dint", "", cfg)
+    r.add(arm="zero_shot", layer=-1, seed=-1, metric="accuracy", perturbation="clean", level=0.0,
+          inference="deterministic", value=0.0)
+    for arm in exp.ARMS:
+        r.add(arm=arm, layer=27, seed=0, metric="loss_first3", value=4.0)
+        r.add(arm=arm, layer=27, seed=0, metric="loss_last3", value=3.8 if arm == "loreft" else 2.0)
+    r.add(arm="loreft", layer=27, seed=0, metric="accuracy", perturbation="clean", level=0.0,
+          inference="deterministic", value=0.05)
+    r.add(arm="dreft_sigmoid", layer=27, seed=0, metric="sigma", value=0.3)
+    assert exp._pre_loss(r).passed is False  # LoReFT fell by 5 % only
+    assert exp._pre_learned_late(r).passed is False  # 5 % exact match: the floor
+    assert exp._pre_sigma(r).passed is True
+    assert exp._pre_learned_early(r).passed is None  # layer-0 arms not run
+    empty = Result("dint", "", cfg)
+    assert exp._pre_loss(empty).passed is None and exp._pre_sigma(empty).passed is None
+
+
 def test_r_stays_orthonormal_after_training(tiny):
     import torch
 

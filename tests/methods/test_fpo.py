@@ -357,3 +357,29 @@ def setup_ref(fwd):
     from trustlab.llm import ReferenceCache
 
     return ReferenceCache.compute(fwd)
+
+
+def test_feature_share_premise_is_zero_without_the_feature_term_and_grows_with_alpha(setup):
+    """The quantity of fpo's pre-feature-term: 0 at alpha = 0 (the KNOCKOUT), larger at a larger alpha."""
+    from trustlab.experiments._fpo_premises import feature_share
+
+    kw = {"k": 4, "reference": "online", "features": "online"}
+    shares = []
+    for alpha in (0.0, 0.5, 500.0):
+        obj = fpo.FPOObjective(setup["fwd"], setup["pairs"], setup["sae"], alpha=alpha, **kw)
+        f = feature_share(obj, setup["pairs"].n_pairs)
+        assert obj.alpha == alpha  # restored
+        shares.append(f["grad_share"])
+    assert shares[0] == 0.0 and 0.0 < shares[1] < shares[2]
+
+
+def test_fpo_premises_on_hand_made_summaries():
+    from trustlab.experiments import fpo as exp
+    from trustlab.results.result import Result
+
+    r = Result("fpo", "", exp.Config.quick().to_dict())
+    assert exp._pre_feature(r).passed is None and exp._pre_c4(r).passed is None
+    r.summary["feature_term"] = {"grad_share": 0.2, "grad_norm": 1.0, "grad_norm_no_feature": 0.9,
+                                 "loss_share": 0.1, "n_pairs": 8.0}
+    r.summary["exactness"] = {"feature_effect": 5e-4}
+    assert exp._pre_feature(r).passed is True and exp._pre_c4(r).passed is False

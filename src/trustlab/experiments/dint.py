@@ -9,6 +9,8 @@ noise c = 0.2 at the intervened block's input, D-ReFT's drop (official clamp, sa
 bounded sigmoid the learned sigma at layer 0 > at the late layer (mean over its seeds); (C4b) with the official
 clamp sigma stays 0.2 (|sigma - 0.2| <= 1e-3) at both layers. All arms train on the same examples, steps, batch
 and learning rate (one shared lr; the anchors' per-method lrs belong to 9-12 epochs on Math10K).
+Premises (issue 39): pre-loss-moves, pre-learned-late / pre-learned-early (LoReFT off the floor),
+pre-sigma-moves; KNOCKOUT early_steps=0, late_steps=0 (untrained interventions).
 """
 
 from __future__ import annotations
@@ -18,14 +20,17 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.dint import PAPER as PAPER
 from trustlab.results.result import Result
 
 TITLE = "D-Intervention: D-ReFT vs LoReFT (clean accuracy, robustness, learned sigma) on SmolLM2-135M"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: claims that PASS in quick mode (measured by running quick mode; see docs/papers/dint.md)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ()
+#: the quick gate's rule (python -m trustlab.experiments._gates dint; docs/papers/dint.md): both PASS on 5/5 quick
+#: seeds and not under the KNOCKOUT; they show the interventions train, nothing about the claims (C3 is VOID)
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-loss-moves", "pre-sigma-moves")
+#: the mechanism off: zero training steps, every intervention keeps its initial weights (same evaluation)
+KNOCKOUT: tuple[str, ...] = ("early_steps=0", "late_steps=0")
 
 ARMS = ("loreft", "dreft_clamp", "dreft_sigmoid")
 
@@ -67,10 +72,10 @@ class Config(ExperimentConfig):
         super().validate()
         from trustlab.core.constraints import Interval, validate_value
 
-        for name in ("n_train", "n_test", "n_shift", "rank", "early_steps", "late_steps", "batch_size", "n_draws",
-                     "early_draws"):
+        for name in ("n_train", "n_test", "n_shift", "rank", "batch_size", "n_draws", "early_draws"):
             validate_value("dint.Config", name, getattr(self, name), [Interval(int, 1, None)])
-        for name in ("early_layer", "late_layer", "middle_layer", "warmup_steps"):
+        # early_steps = late_steps = 0 is the KNOCKOUT (untrained interventions)
+        for name in ("early_layer", "late_layer", "middle_layer", "warmup_steps", "early_steps", "late_steps"):
             validate_value("dint.Config", name, getattr(self, name), [Interval(int, 0, None)])
 
 
@@ -152,10 +157,11 @@ def _arm(cfg: Config, ctx: RunContext, res: Result, ev: Any, model: Any, tok: An
     key = f"{arm}@{layer}"
     timing[f"train {key} s{seed}"] = time.perf_counter() - t
     base = {"metric": "accuracy"}
-    _record(res, arm, layer, seed, metric="step_time_s", value=fit.history.median_step_time(1))
     _record(res, arm, layer, seed, metric="n_params", value=float(fit.n_params))
-    _record(res, arm, layer, seed, metric="loss_first3", value=float(np.mean(fit.history.loss[:3])))
-    _record(res, arm, layer, seed, metric="loss_last3", value=float(np.mean(fit.history.loss[-3:])))
+    if fit.history.n_steps:  # none under the knockout (zero steps)
+        _record(res, arm, layer, seed, metric="step_time_s", value=fit.history.median_step_time(1))
+        _record(res, arm, layer, seed, metric="loss_first3", value=float(np.mean(fit.history.loss[:3])))
+        _record(res, arm, layer, seed, metric="loss_last3", value=float(np.mean(fit.history.loss[-3:])))
     if fit.sigma_mean is not None:
         _record(res, arm, layer, seed, metric="sigma", value=fit.sigma_mean)
     modes = [None] if arm == "loreft" else ["sample", "mean"]
@@ -281,6 +287,67 @@ def _c4b(r: Result) -> CheckResult:
                        detail=f"learned sigma per layer: {[round(v, 5) for v in vals]}")
 
 
+# -- premises (pre-registered; docs/papers/dint.md, "Premises, knockout and quick gate") -------------------
+LOSS_FALL = 0.10  # relative fall of the training loss (mean of the first 3 vs the last 3 steps)
+LEARNED_ACC, LEARNED_GAIN = 0.20, 0.10  # LoReFT clean exact match, and its gain over zero-shot
+SIGMA_MOVE = 1e-3  # |sigma - 0.2| of the bounded-sigmoid D-ReFT (the same tolerance as C4b)
+
+
+def _trained_rows(r: Result) -> Any:
+    df = r.to_frame()
+    if df.empty or "metric" not in df:
+        return df
+    return df[df["metric"].isin(["loss_first3", "loss_last3"])]
+
+
+def _pre_loss(r: Result) -> CheckResult:
+    df = _trained_rows(r)
+    if df.empty:
+        return CheckResult(None, None, f">= {100 * LOSS_FALL:.0f} % for every arm", detail="no arm trained")
+    falls = {}
+    for (arm, layer, seed), g in df.groupby(["arm", "layer", "seed"]):
+        v = dict(zip(g["metric"], g["value"], strict=True))
+        falls[f"{arm}@{int(layer)} s{int(seed)}"] = 1 - v["loss_last3"] / max(v["loss_first3"], 1e-12)
+    worst = min(falls.values())
+    return CheckResult(worst >= LOSS_FALL, round(100 * worst, 1), f">= {100 * LOSS_FALL:.0f}",
+                       unit="% fall of the training loss, smallest over the trained arms (first 3 -> last 3 steps)",
+                       detail="per arm: " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in sorted(falls.items())))
+
+
+def _pre_learned(r: Result, layer_key: str) -> CheckResult:
+    layer = r.config[layer_key]
+    zs = _val(r, "zero_shot", None, perturbation="clean")
+    lo = _clean(r, "loreft", layer, "deterministic")
+    thr = f">= {100 * LEARNED_ACC:.0f} % and >= zero-shot + {100 * LEARNED_GAIN:.0f} points"
+    if zs is None or lo is None:
+        return CheckResult(None, None, thr, detail=f"LoReFT at block {layer} not run")
+    dr = _clean(r, "dreft_clamp", layer, "sample")
+    return CheckResult(lo >= LEARNED_ACC and lo - zs >= LEARNED_GAIN, round(100 * lo, 1), thr,
+                       baseline=f"zero-shot {100 * zs:.1f} %", unit=f"% LoReFT clean exact match at block {layer}",
+                       detail=f"zero-shot {100 * zs:.1f}, LoReFT {100 * lo:.1f}, D-ReFT (clamp, sample) "
+                       f"{'-' if dr is None else f'{100 * dr:.1f}'} % (mean over seeds)")
+
+
+def _pre_learned_late(r: Result) -> CheckResult:
+    return _pre_learned(r, "late_layer")
+
+
+def _pre_learned_early(r: Result) -> CheckResult:
+    return _pre_learned(r, "early_layer")
+
+
+def _pre_sigma(r: Result) -> CheckResult:
+    df = r.to_frame()
+    sub = df[(df["arm"] == "dreft_sigmoid") & (df["metric"] == "sigma")] if not df.empty else df
+    if sub.empty:
+        return CheckResult(None, None, f">= {SIGMA_MOVE:g}", detail="bounded-sigmoid arm not run")
+    dev = float((sub["value"] - 0.2).abs().min())
+    return CheckResult(dev >= SIGMA_MOVE, float(f"{dev:.3g}"), f">= {SIGMA_MOVE:g}",
+                       unit="min over layers and seeds of |sigma - 0.2| (bounded sigmoid)",
+                       detail="learned sigma: " + ", ".join(f"block {int(a)} s{int(b)} {v:.5f}" for a, b, v in
+                                                            zip(sub["layer"], sub["seed"], sub["value"], strict=True)))
+
+
 def _setting(c: dict[str, Any]) -> str:
     return (f"{c['model']}, ArithLite {c['n_train']} train / {c['n_test']} test, rank {c['rank']} at "
             f"{c['positions']}, {c['early_steps']} steps (layer {c['early_layer']}) / {c['late_steps']} steps (layer "
@@ -294,23 +361,43 @@ def _seeds_note(c: dict[str, Any]) -> str:
             "first (the paper's protocol could not be retrieved)")
 
 
+_LOSS_NOTE = "every arm, layer and seed trained in the run; the knockout trains none (zero steps: no training loss)"
+_REQ = ("pre-loss-moves",)
+
 CLAIMS = [
+    Premise("pre-loss-moves", f"Training moves the interventions: every arm's training loss falls by >= "
+            f"{100 * LOSS_FALL:.0f} % (mean of the first 3 vs the last 3 steps)", _pre_loss, scale_note=_LOSS_NOTE),
+    Premise("pre-learned-late", f"Not at the floor (late layer): LoReFT's clean ArithLite exact match >= "
+            f"{100 * LEARNED_ACC:.0f} % and >= zero-shot + {100 * LEARNED_GAIN:.0f} points (mean over seeds)",
+            _pre_learned_late, scale_note=lambda c: f"block {c['late_layer']}, {len(c['seeds'])} seed(s), "
+            f"{c['n_test']} test problems; a 3-point robustness gap cannot be read off a model at 0-5 %"),
+    Premise("pre-learned-early", f"Not at the floor (layer 0): LoReFT's clean ArithLite exact match >= "
+            f"{100 * LEARNED_ACC:.0f} % and >= zero-shot + {100 * LEARNED_GAIN:.0f} points", _pre_learned_early,
+            modes=("default", "paper"), scale_note=lambda c: f"block {c['early_layer']}, first seed, {c['n_test']} "
+            "test problems; non-inferiority between two arms at the floor holds by construction"),
+    Premise("pre-sigma-moves", f"The variance network can learn: the bounded-sigmoid D-ReFT's sigma moves by >= "
+            f"{SIGMA_MOVE:g} from its initial 0.2 at every layer and seed", _pre_sigma,
+            scale_note="so that C4b's sigma = 0.2 is the clamp's zero gradient, not an optimiser that never moved"),
     Claim("C1", "Learning works: LoReFT and D-ReFT (official clamp) at layer 0 each beat zero-shot ArithLite exact "
-          "match by >= 20 points", _c1, modes=("default", "paper"),
+          "match by >= 20 points", _c1, modes=("default", "paper"), requires=_REQ,
           scale_note=lambda c: _setting(c) + f"; 1 seed ({c['seeds'][0]}) for the layer-0 arms"),
     Claim("C2", "Non-inferiority: D-ReFT clean accuracy (best of sample/mean) >= LoReFT - 2 points at layer 0", _c2,
-          modes=("default", "paper"), scale_note=_setting),
+          modes=("default", "paper"), scale_note=_setting, requires=("pre-loss-moves", "pre-learned-early"),
+          paper_value=77.4),  # D-ReFT, Llama-3-8B, Math10K 7-task average (ReFT 76.6), spec section 3
     Claim("C3", "Robustness: under activation noise c = 0.2 at the intervened layer, D-ReFT's accuracy drop <= "
-          "LoReFT's drop - 3 points (official clamp, sample inference)", _c3, scale_note=_seeds_note),
+          "LoReFT's drop - 3 points (official clamp, sample inference)", _c3, scale_note=_seeds_note,
+          requires=("pre-loss-moves", "pre-learned-late")),
     Claim("C3s", "C3 for D-ReFT with the learnable (bounded sigmoid) sigma", _c3_sigmoid, scale_note=_seeds_note,
-          secondary=True),
+          secondary=True, requires=("pre-loss-moves", "pre-learned-late")),
     Claim("C3m", "C3 for D-ReFT (official clamp) under mean inference (z = mu)", _c3_mean, scale_note=_seeds_note,
-          secondary=True),
+          secondary=True, requires=("pre-loss-moves", "pre-learned-late")),
     Claim("C4", "Mechanism: with the bounded sigmoid, learned sigma at layer 0 > at the late layer", _c4,
-          modes=("default", "paper"), scale_note=lambda c: f"sigma averaged over the intervened prompt tokens of 64 "
-          f"training prompts and the r = {c['rank']} dimensions; late layer averaged over {len(c['seeds'])} seed(s)"),
+          modes=("default", "paper"), requires=("pre-loss-moves", "pre-sigma-moves"),
+          scale_note=lambda c: f"sigma averaged over the intervened prompt tokens of 64 training prompts and the r = "
+          f"{c['rank']} dimensions; late layer averaged over {len(c['seeds'])} seed(s)"),
     Claim("C4b", "Mechanism: with the official clamp sigma stays 0.2 (the clamp's gradient is zero)", _c4b,
-          scale_note="measured after training at every layer trained"),
+          scale_note="measured after training at every layer trained",
+          requires=("pre-loss-moves", "pre-sigma-moves")),
 ]
 
 

@@ -10,6 +10,8 @@ the FPO loss from the offline caches equals the online-reference loss within 1e-
 adapter so policy != reference); (C5) FPO's training loss goes down (mean of the last 3 steps < first 3).
 The GPT-4 win-rate and 9B claims cannot be shown here. Every method trains on the same pairs, LoRA config,
 steps, learning rate and seeds (no per-method tuning; the paper's loss hyper-parameters).
+Premises (issue 39): pre-feature-term (the feature term carries >= 10 % of the loss gradient; C2, C3, C5 rest
+on it) and pre-c4-sees-features (C4 rests on it); KNOCKOUT alpha=0 (length-normalised DPO).
 """
 
 from __future__ import annotations
@@ -19,14 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.experiments._fpo_premises import feature_share
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.fpo import PAPER as PAPER
 from trustlab.results.result import Result
 
 TITLE = "FPO: SAE feature-level constrained preference optimisation vs DPO / SimPO / TDPO-2 (SmolLM2-135M)"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: claims that PASS in quick mode (measured by running quick mode; see docs/papers/fpo.md)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("C4", "C5")
+#: the quick gate's rule (python -m trustlab.experiments._gates fpo; docs/papers/fpo.md) gives no id: both
+#: premises FAIL on every quick seed (the feature term is ~0.1 % of the gradient), so C4 and C5 are VOID there
+QUICK_EXPECTED_PASS: tuple[str, ...] = ()
+#: the mechanism off: no feature term (alpha = 0), so "FPO" is length-normalised DPO on the same offline caches
+KNOCKOUT: tuple[str, ...] = ("alpha=0.0",)
 
 METHODS = ("sft", "dpo", "dpo_online", "dpo_norm", "simpo", "tdpo2", "fpo")
 
@@ -76,6 +82,7 @@ class Config(ExperimentConfig):
                      "eff_pairs", "eff_batch", "eff_steps", "lora_r"):
             validate_value("fpo.Config", name, getattr(self, name), [Interval(int, 1, None)])
         validate_value("fpo.Config", "n_gen", self.n_gen, [Interval(int, 0, None)])
+        validate_value("fpo.Config", "alpha", self.alpha, [Interval("real", 0, None)])  # 0 is the KNOCKOUT
 
 
 # -- setup ---------------------------------------------------------------------------------------------
@@ -176,6 +183,7 @@ def _one(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], method: 
         rec["loss_first3"], rec["loss_last3"] = float(np.mean(hist.loss[:3])), float(np.mean(hist.loss[-3:]))
         if method == "fpo" and seed == cfg.seeds[0]:
             st["fpo_state"] = {n: p.detach().clone() for n, p in pol.named_parameters() if "lora_" in n}
+            res.summary["feature_term"] = feature_share(obj, st["pairs"].n_pairs)
     acc = preference_accuracy(fwd_h, held, reference=st["ref_held"], beta=cfg.beta)
     n = held.n_pairs
     c_rows, r_rows = held.rows(np.arange(n))
@@ -218,9 +226,12 @@ def _exactness(cfg: Config, st: dict[str, Any]) -> dict[str, float]:
     rows = np.arange(pairs.n_pairs)
     with torch.no_grad():
         a, b = off(rows), on(rows)
+        on.alpha = 0.0  # the same loss without the feature term: how much of it C4 can see
+        b0 = on(rows)
     del m64
     return {"offline": float(a.loss), "online": float(b.loss), "abs_diff": abs(float(a.loss) - float(b.loss)),
-            "feature_mse_rejected": b.metrics["feature_mse_rejected"]}
+            "feature_mse_rejected": b.metrics["feature_mse_rejected"],
+            "feature_effect": abs(float(b.loss) - float(b0.loss))}
 
 
 # -- efficiency: all-layers LoRA, one fresh process per method -----------------------------------------
@@ -334,13 +345,48 @@ def _c5(r: Result) -> CheckResult:
     return CheckResult(b < a, round(b, 4), f"< {a:.4f}", baseline=round(a, 4), unit="mean FPO loss of the last 3 steps")
 
 
+# -- premises (pre-registered; docs/papers/fpo.md, "Premises, knockout and quick gate") --------------------
+FEATURE_SHARE = 0.10  # the feature term's share of the FPO loss gradient at the trained adapter
+C4_VISIBLE = 100.0  # the feature term's effect on the exactness loss, in units of C4's tolerance 1e-5
+
+
+def _pre_feature(r: Result) -> CheckResult:
+    f = r.summary.get("feature_term")
+    if not f:
+        return CheckResult(None, None, f">= {FEATURE_SHARE:g}", detail="FPO not trained")
+    return CheckResult(f["grad_share"] >= FEATURE_SHARE, float(f"{f['grad_share']:.3g}"), f">= {FEATURE_SHARE:g}",
+                       unit="||grad L - grad L(alpha=0)|| / ||grad L|| (trained FPO adapter, first seed)",
+                       detail=f"on {int(f['n_pairs'])} training pairs: |grad| {f['grad_norm']:.4g} vs "
+                       f"{f['grad_norm_no_feature']:.4g} without the feature term; loss share {f['loss_share']:.3g}")
+
+
+def _pre_c4(r: Result) -> CheckResult:
+    e = r.summary.get("exactness")
+    if not e or "feature_effect" not in e:
+        return CheckResult(None, None, f">= {C4_VISIBLE * 1e-5:g}")
+    v = e["feature_effect"]
+    return CheckResult(v >= C4_VISIBLE * 1e-5, float(f"{v:.3g}"), f">= {C4_VISIBLE * 1e-5:g}",
+                       unit="|online FPO loss - the same loss at alpha = 0| on C4's batch",
+                       detail=f"C4's tolerance is 1e-5: a feature-cache error smaller than the term itself "
+                       f"({v:.3g}) cannot show through it unless the term is >= {C4_VISIBLE:g}x the tolerance")
+
+
 def _setting(c: dict[str, Any]) -> str:
     return (f"{c['model']}, {c['n_pairs'] - c['n_test']} generated train / {c['n_test']} held-out pairs, LoRA r="
             f"{c['lora_r']} on {c['lora_layers']}, {c['steps']} steps x {c['batch_size']} pairs, lr {c['lr']} "
             "for every method (paper: Gemma-2-2B/9B on UltraFeedback, full fine-tuning, lr 5e-7)")
 
 
+_FEAT = ("pre-feature-term",)
+
 CLAIMS = [
+    Premise("pre-feature-term", f"The feature term is a material part of the FPO loss: >= {100 * FEATURE_SHARE:.0f} % "
+            "of its gradient norm in the LoRA weights (trained FPO adapter)", _pre_feature,
+            scale_note=lambda c: f"first seed, the first <= 32 training pairs, alpha {c['alpha']}, beta {c['beta']}; "
+            "the term's gradient is zero at the initial adapter (policy = reference), so it is measured after training"),
+    Premise("pre-c4-sees-features", f"C4 can see the feature cache: the feature term moves C4's loss by >= "
+            f"{C4_VISIBLE * 1e-5:g} ({C4_VISIBLE:g}x C4's tolerance)", _pre_c4,
+            scale_note="the 8 pairs and float64 copy of C4, trained FPO adapter"),
     Claim("C1a", "Efficiency (time): FPO's median step time <= 1.15x SimPO's and <= 0.8x TDPO-2's (LoRA on all "
           "layers, fresh process per method)", _c1a, modes=("default", "paper"),
           scale_note=lambda c: f"{c['eff_steps']} timed steps of {c['eff_batch']} pairs after 1 warm-up; one "
@@ -350,13 +396,15 @@ CLAIMS = [
           scale_note="peak RSS (VmHWM) of a spawned process minus that of one that only loads model and data; "
           "paper: GPU memory, FPO ~17 % below TDPO-2"),
     Claim("C2", "Parity: FPO's held-out preference accuracy >= 80 % and >= DPO's - 3 points (mean over seeds)",
-          _c2, modes=("default", "paper"), scale_note=_setting, paper_value=64.1),
+          _c2, modes=("default", "paper"), scale_note=_setting, paper_value=64.1, requires=_FEAT),
     Claim("C3", "Constraint: FPO's held-out sequential KL(pi_ref || pi_theta) <= 0.8x SimPO's, at accuracy within "
-          "3 points of SimPO's", _c3, modes=("default", "paper"), scale_note=_setting),
+          "3 points of SimPO's", _c3, modes=("default", "paper"), scale_note=_setting, requires=_FEAT),
     Claim("C4", "Offline caches are exact: offline FPO loss equals the online-reference FPO loss within 1e-5 "
           "(float64 copy, trained FPO adapter)", _c4,
-          scale_note="8 training pairs; the shared layer gathers token log-probs in float32"),
-    Claim("C5", "FPO trains: mean loss of the last 3 steps below that of the first 3", _c5, scale_note=_setting),
+          scale_note="8 training pairs; the shared layer gathers token log-probs in float32",
+          requires=("pre-c4-sees-features",)),
+    Claim("C5", "FPO trains: mean loss of the last 3 steps below that of the first 3", _c5, scale_note=_setting,
+          requires=_FEAT),
 ]
 
 

@@ -146,7 +146,7 @@ def _warn_overlap(seqs: Any, positions: str) -> None:
 
 
 @validate_args(model="no_validation", intervention=[INTERVENTION], data=[TASK], tokenizer="no_validation",
-               steps=[Interval(int, 1, None)], batch_size=[Interval(int, 1, None)],
+               steps=[Interval(int, 0, None)], batch_size=[Interval(int, 1, None)],
                lr=[Interval(float, 0, None, closed="neither"), None], warmup_steps=[Interval(int, 0, None)],
                schedule=[Satisfies(lambda v: v in ("constant", "linear", "cosine"), "one of constant/linear/cosine",
                                    ["step"], valid="linear")],
@@ -160,7 +160,8 @@ def fit_intervention(
 ) -> InterventionFit:
     """Train ``intervention`` on ``data`` (TaskData or JSONL path) with the base ``model`` frozen.
 
-    ``lr`` defaults to the anchors' 9e-4 (LoReFT) / 3e-3 (D-ReFT). After training the intervention's
+    ``lr`` defaults to the anchors' 9e-4 (LoReFT) / 3e-3 (D-ReFT). ``steps=0`` keeps the initial weights (an
+    empty history; experiment ``dint``'s knockout). After training the intervention's
     modules hold the learned weights; ``intervention.apply(model)`` uses them. ``forward`` (a
     :class:`trustlab.llm.PolicyForward` of the tokenised ``data`` replaying from the intervention's block,
     e.g. ``InterventionEvaluator.forward(data, layer)``) reuses one replay cache across several fits.
@@ -177,6 +178,7 @@ def fit_intervention(
     from trustlab.core.seeding import check_random_state, spawn_seed
     from trustlab.llm import PolicyForward, train
     from trustlab.llm.sites import model_device, unwrap
+    from trustlab.llm.trainer import FitHistory
 
     inner = unwrap(model)
     k = replay_for(inner, intervention.layer)
@@ -195,9 +197,13 @@ def fit_intervention(
         with frozen_base(inner):
             fwd = forward or PolicyForward(inner, seqs, replay=k, share_prompts=False, cache_dir=cache_dir)
             obj = _Objective(fwd, intervention, getattr(intervention, "kl_beta", 0.0))
-            hist = train(intervention.module_, obj, steps=steps, batch_size=batch_size,
-                         lr=float(lr if lr is not None else intervention._default_lr), warmup_steps=warmup_steps,
-                         schedule=schedule, random_state=seed, device=str(model_device(inner)), threads=threads)
+            if steps == 0:  # the untrained intervention
+                hist = FitHistory(n_trainable=int(sum(p.numel() for p in intervention.module_.parameters())),
+                                  settings={"steps": 0})
+            else:
+                hist = train(intervention.module_, obj, steps=steps, batch_size=batch_size,
+                             lr=float(lr if lr is not None else intervention._default_lr), warmup_steps=warmup_steps,
+                             schedule=schedule, random_state=seed, device=str(model_device(inner)), threads=threads)
             intervention.module_.eval()
             sig = learned_sigma(inner, intervention, seqs, forward=fwd)
     finally:
