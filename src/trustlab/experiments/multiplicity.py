@@ -80,6 +80,8 @@ class Config(ExperimentConfig):
     eps: float = 0.1
     #: the knockout: permute the training labels (the models learn no task)
     shuffle_labels: bool = False
+    # seeds[0] offsets every audit's seed (1000 * split + seeds[0]; 0 = the documented runs): before issue 39 the
+    # seeds field was ignored, so "quick seeds" 0-4 were one run
 
     @classmethod
     def quick(cls) -> Config:
@@ -183,7 +185,7 @@ def _run_mlp(cfg: Config, ctx: RunContext, res: Result) -> None:
         X_tr, X_va, X_te = (sc.transform(a).astype(np.float32) for a in (X_tr, X_va, X_te))
         audit = MultiplicityAudit(factory=functools.partial(_TorchMLP, epochs=cfg.mlp_epochs), n_models=cfg.mlp_models, delta=cfg.delta,
                                   rate_tolerance=cfg.rate_tolerance, k=cfg.mlp_k, sigma=cfg.mlp_sigma, relative=False,
-                                  eps=cfg.eps, mc_masks=cfg.mc_masks, random_state=1000 * split)
+                                  eps=cfg.eps, mc_masks=cfg.mc_masks, random_state=1000 * split + cfg.seeds[0])
         rep = audit.audit(X_tr, _train_labels(cfg, y_tr, split), X_te, y_te, X_val=X_va, y_val=y_va,
                           executor=ctx.executor)
         rows.append(_record(res, "mlp", split, rep, y_te))
@@ -218,7 +220,7 @@ def _run_llm(cfg: Config, ctx: RunContext, res: Result) -> None:
 
         audit = MultiplicityAudit(factory=factory, n_models=cfg.llm_models, delta=cfg.delta, rate_tolerance=cfg.rate_tolerance,
                                   k=cfg.llm_k, sigma=cfg.llm_sigma, space="cached", relative=True, eps=cfg.eps,
-                                  mc_masks=cfg.mc_masks, random_state=1000 * split)
+                                  mc_masks=cfg.mc_masks, random_state=1000 * split + cfg.seeds[0])
         rep = audit.audit(X.iloc[shots], _train_labels(cfg, y[shots], split), X.iloc[test], y[test],
                           X_val=X.iloc[val], y_val=y[val], executor=ctx.executor)
         rows.append(_record(res, "llm", split, rep, y[test]))

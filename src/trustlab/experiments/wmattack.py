@@ -27,8 +27,10 @@ from trustlab.results.result import Result
 
 TITLE = "Adaptive attacks on LLM watermarks: a DPO-tuned paraphraser vs KGW on SmolLM2-135M"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: claims that PASS in quick mode (measured by running quick mode; see docs/papers/wmattack.md)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("C1", "C3b", "C3c")
+#: the quick gate's rule (experiments._gates, 5 seeds + knockout, docs/papers/wmattack.md) gives
+#: ("pre-para-moved", "C3b"); C3b dropped: quick's random model evades every key (100 % vs 100 %), so it would also
+#: pass with the untuned paraphraser and is VOID under the knockout only through its premise
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-para-moved",)
 #: the mechanism off: no DPO step, the untuned paraphraser stands in the tuned one's place
 KNOCKOUT: tuple[str, ...] = ("steps=0",)
 #: pre-registered: the tuned paraphraser must rewrite at least this share of the provider-key texts differently
@@ -447,6 +449,7 @@ CLAIMS = [
           "untuned paraphraser's + 10 points (mean over seeds)", _c3a, scale_note=_sizes, requires=("pre-para-moved",)),
     Claim("C3b", "Key transfer: DPO evasion against the unseen provider key >= evasion against the surrogate "
           "keys - 15 points", _c3b, requires=("pre-para-moved",),
+          paper_value=96.0,  # v1 abstract: evasion > 96 % of the tuned paraphraser against the unseen key
           scale_note=lambda c: f"{c['n_eval']} provider-key texts vs {c['n_surrogate_eval']} held-out-prompt "
           "surrogate-key texts, mean over seeds"),
     Claim("C3c", "Fallback (spec): held-out DPO preference accuracy >= 0.6 and positive mean reward margin", _c3c,
