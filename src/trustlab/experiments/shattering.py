@@ -324,6 +324,9 @@ def _c3(r: Result) -> CheckResult:
     ch = max(abs(x["drop_other"]) for x in e)
     real = [x["update_norm"] for x in _rome(r)]
     scale = float(np.median(real)) if real else 1.0
+    if not r.config.get("edit", True):  # the knockout: no edit was written
+        return CheckResult(None, f"max R {R:.4f}", "R <= 0.02 and |change| <= 1 point",
+                           detail=f"{len(e)} null edits not applied (edit=False, the knockout)")
     if all(x["update_norm"] <= 1e-4 * scale for x in e):  # nothing was edited: R ~ 0 by construction
         return CheckResult(None, f"max R {R:.4f} (every update is 0)", "R <= 0.02 and |change| <= 1 point",
                            detail=f"{len(e)} null edits; ROME's v* optimisation stopped at step 0 on every "
