@@ -39,8 +39,9 @@ from trustlab.results.result import Result
 
 TITLE = "Representation shattering under knowledge editing (synthetic cyclic KG + SmolLM2 months)"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: claims that PASS in quick mode (measured by running quick mode; see docs/papers/shattering.md)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("C4a",)
+#: the quick gate's rule (5 quick seeds + knockout, docs/papers/shattering.md); C4a (secondary) left it. At quick
+#: scale the decoder learns no inference (pre-learned FAIL), so C1-C3 are VOID; only the edit premise is gated
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-edit-takes",)
 #: the mechanism off: no edit is written (every edit's place is measured on the unedited model)
 KNOCKOUT: tuple[str, ...] = ("edit=False",)
 
