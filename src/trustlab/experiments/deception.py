@@ -26,8 +26,9 @@ from trustlab.results.result import Result
 
 TITLE = "Deception probes: linear probes on SmolLM2 activations, calibrated on control chat"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: claims that PASS in quick mode (measured; a regression in one of them fails tests/test_reproduce.py)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("C1", "C3a", "C4")
+#: the quick gate's rule (5 quick seeds + knockout, docs/papers/deception.md): C3a and C4 left it (they PASS with the
+#: shuffled-label probes of the knockout: they hold for any scorer)
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-beyond-text", "C1")
 _FPRS = (0.01, 0.05, 0.10)
 #: the mechanism off: the activation probes (the layer sweep, MMS, LAT) train on permuted labels; the text-only
 #: baselines, the shuffled-label control and the calibration keep the real labels
