@@ -439,3 +439,25 @@ def test_tokenizer_without_chat_template_is_refused_clearly():
 
     with pytest.raises(InputError, match="no chat template"):
         tokenize_dialogues(_Base(), instructed_pairs(1))
+
+
+def test_premise_beyond_text_and_knockout():
+    """Issue 39: the probe must beat TF-IDF on the tokens it reads by 0.10 AUROC; shuffled probe labels knock out."""
+    import dataclasses
+
+    from trustlab.experiments import deception as exp
+    from trustlab.results.result import Result
+
+    assert exp.KNOCKOUT == ("shuffle_labels=True",)
+    dataclasses.replace(exp.Config.quick(), shuffle_labels=True).validate()
+    r = Result("deception", "quick", {})
+    r.summary.update(instructed_test_auroc_best=1.0, shuffled_auroc_mean=0.5,
+                     auroc_table={"text_tfidf_detected": {"instructed_test": 0.5},
+                                  "text_tfidf_full": {"instructed_test": 1.0}})
+    assert exp._pre_beyond_text(r).passed is True
+    r.summary["instructed_test_auroc_best"] = 0.55
+    assert exp._pre_beyond_text(r).passed is False
+    r.summary["auroc_table"] = {}
+    assert exp._pre_beyond_text(r).passed is False
+    req = {c.id: c.requires for c in exp.CLAIMS}
+    assert req["C1"] == ("pre-beyond-text",) and req["C3a"] == () and req["C4"] == ()

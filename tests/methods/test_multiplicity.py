@@ -308,3 +308,25 @@ def test_quick_experiment_runs(quick_run):
     ids = {c.id for c in res.claims}
     assert {"mult_llm", "pred_llm", "bound_llm", "mult_mlp", "pred_mlp", "bound_mlp"} <= ids
     assert len(res.summary["llm"]) == 1 and len(res.summary["mlp"]) == 1
+
+
+def test_premises_read_majority_class_accuracy_and_knockout():
+    """Issue 39: every kept model must beat the majority-class accuracy by 3 points; shuffled labels knock out."""
+    import dataclasses
+
+    from trustlab.experiments import multiplicity as exp
+    from trustlab.results.result import Result
+
+    assert exp.KNOCKOUT == ("shuffle_labels=True",)
+    dataclasses.replace(exp.Config.quick(), shuffle_labels=True).validate()
+    cfg = dataclasses.replace(exp.Config.quick(), shuffle_labels=True)
+    y = np.array([0, 1] * 16)
+    yk = exp._train_labels(cfg, y, 0)
+    assert sorted(yk) == sorted(y) and (yk != y).any()  # a permutation: class counts kept, labels moved
+    assert (exp._train_labels(exp.Config.quick(), y, 0) == y).all()
+    r = Result("multiplicity", "quick", {})
+    r.summary["llm"] = [{"split": 0, "majority_acc": 0.70, "test_accuracies": [0.70, 0.69]}]  # constant predictors
+    r.summary["mlp"] = [{"split": 0, "majority_acc": 0.50, "test_accuracies": [0.81, 0.80]}]
+    assert exp._learned("llm")(r).passed is False and exp._learned("mlp")(r).passed is True
+    req = {c.id: c.requires for c in exp.CLAIMS}
+    assert req["mult_llm"] == ("pre-llm-learned",) and req["pred_mlp"] == ("pre-mlp-learned",)

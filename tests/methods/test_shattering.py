@@ -298,3 +298,22 @@ def test_fact_accuracy_and_queries_are_fixed(world):
     assert acc.correct.shape == (10,) and 0 <= acc.accuracy <= 1
     with pytest.raises(InputError, match="tokens"):
         sh.fact_accuracy(model, kg, f, n_contexts=2, tokens=q1)
+
+
+def test_premises_split_the_old_preconditions_and_knockout():
+    """Issue 39: P became pre-learned (recall, inference) and pre-edit-takes (ROME efficacy); edit=False knocks out."""
+    import dataclasses
+
+    from trustlab.experiments import shattering as exp
+    from trustlab.results.result import Result
+
+    assert exp.KNOCKOUT == ("edit=False",)
+    dataclasses.replace(exp.Config.quick(), edit=False).validate()
+    r = Result("shattering", "quick", {"n_entities": 32})
+    r.summary["pre"] = {"direct": 0.99, "logical": 0.007, "rome_efficacy": 1.0, "ring_spearman": [0.1, 0.2, 0.3]}
+    assert exp._pre_learned(r).passed is False and exp._pre_edit(r).passed is True
+    r.summary["pre"].update(logical=0.85, rome_efficacy=0.0)
+    assert exp._pre_learned(r).passed is True and exp._pre_edit(r).passed is False
+    req = {c.id: c.requires for c in exp.CLAIMS}
+    assert all(req[i] == ("pre-learned", "pre-edit-takes") for i in ("C1", "C2", "C3"))
+    assert "P" not in req

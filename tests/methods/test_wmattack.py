@@ -363,3 +363,23 @@ def test_quick_experiment_expected_passes(quick_run):
     status = {c.id: c.passed for c in result.claims}
     assert all(status[i] for i in exp.QUICK_EXPECTED_PASS), status
     assert "evasion_vs_quality" in exp.PLOTS(result)
+
+
+def test_premise_para_moved_and_knockout():
+    """Issue 39: pre-para-moved reads the share of texts the tuned paraphraser changed; steps=0 is the knockout."""
+    from trustlab.experiments import wmattack as exp
+    from trustlab.results.result import Result
+
+    assert exp.KNOCKOUT == ("steps=0",)
+    import dataclasses
+
+    dataclasses.replace(exp.Config.quick(), steps=0).validate()
+    r = Result("wmattack", "quick", {})
+    assert exp._pre_moved(r).passed is False  # no DPO run: the premise fails, never passes
+    for s, v in ((0, 0.9), (1, 0.8)):
+        r.add(method="paraphrase_dpo", dataset="eval", seed=s, metric="changed_vs_base", value=v)
+    assert exp._pre_moved(r).passed is True
+    r.add(method="paraphrase_dpo", dataset="eval", seed=2, metric="changed_vs_base", value=0.0)
+    assert exp._pre_moved(r).passed is False
+    req = {c.id: c.requires for c in exp.CLAIMS}
+    assert all(req[i] == ("pre-para-moved",) for i in ("C3a", "C3b", "C4"))

@@ -29,6 +29,18 @@ _REP_TEMPLATES = ("{}", "In {}", "The month of {}", "It happened in {}")
 _TWO_SHOT = "The month after January is February. The month after July is August. The month after {} is"
 
 
+class NoEdit:
+    """The knockout's stand-in for an edit handle (``edit=False``): nothing is written, nothing to restore."""
+
+    class _Info:
+        wall_time_s, target_prob, update_norm = 0.0, float("nan"), 0.0
+
+    info = _Info()
+
+    def restore(self) -> None:
+        return None
+
+
 
 def _month_reps(model: Any, tok: Any, names: tuple[str, ...], layers: tuple[int, ...]) -> dict[int, np.ndarray]:
     from trustlab.methods import shattering as sh
@@ -91,7 +103,7 @@ def months(cfg: Any, ctx: RunContext, res: Result) -> None:
                               kl_prompts=["{} is a"], current=old)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            handle = editor.apply(model, req)
+            handle = editor.apply(model, req) if cfg.edit else NoEdit()
         try:
             s1 = _month_state(model, tok, cfg)
             lp2, _ = _next_logprobs(model, tok, [_TWO_SHOT.format(m), f"Next month after {m} comes"], [new, new])

@@ -13,7 +13,8 @@ country-capital retention.
 
 Pre-registered claims (issue 20, spec 3.5), written before the first default-mode run:
 P  preconditions: direct recall >= 95 %, held-out logical inference >= 80 %, ROME efficacy >= 90 %
-   (else claims 1-3 are void, and the run says so);
+   (else claims 1-3 are void, and the run says so); since issue 39 two premises, pre-learned (recall and
+   inference) and pre-edit-takes (ROME efficacy), that C1-C3 require;
 C1 Spearman(d, R) >= 0.8 over per-edit values (d = 1..4) and mean R(4) >= 3 mean R(1);
 C2 r^2(R, accuracy drop on other entities' facts) >= 0.5, and damage on the untouched orders (II, III)
    >= 50 % of the damage on the edited order (I);
@@ -30,16 +31,19 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.experiments._shattering_months import MONTHS
+from trustlab.experiments._shattering_months import MONTHS, NoEdit
 from trustlab.experiments._shattering_months import months as _months
-from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.shattering import PAPER as PAPER
 from trustlab.results.result import Result
 
 TITLE = "Representation shattering under knowledge editing (synthetic cyclic KG + SmolLM2 months)"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: claims that PASS in quick mode (measured by running quick mode; see docs/papers/shattering.md)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("C4a",)
+#: the quick gate's rule (5 quick seeds + knockout, docs/papers/shattering.md); C4a (secondary) left it. At quick
+#: scale the decoder learns no inference (pre-learned FAIL), so C1-C3 are VOID; only the edit premise is gated
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-edit-takes",)
+#: the mechanism off: no edit is written (every edit's place is measured on the unedited model)
+KNOCKOUT: tuple[str, ...] = ("edit=False",)
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
@@ -67,6 +71,7 @@ class Config(ExperimentConfig):
     cov_walks: int = 2000
     v_steps: int = 25
     baselines: tuple[str, ...] = ("AlphaEdit", "FineTuneEdit")
+    edit: bool = True  # False = the knockout: no edit is applied (synthetic and months)
     # naturalistic part (SmolLM2)
     llm: bool = True
     llm_model: str = "smollm2-135m-instruct"
@@ -219,7 +224,7 @@ def _synthetic(cfg: Config, ctx: RunContext, res: Result) -> None:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    handle = editor.apply(model, req, stats=stats)
+                    handle = editor.apply(model, req, stats=stats) if cfg.edit else NoEdit()
             except TrustlabError as exc:  # a refused edit (e.g. AlphaEdit's key in the preserved span) is recorded
                 res.summary.setdefault("refused", []).append({"method": name, "edit": ei, "error": str(exc)})
                 continue
@@ -266,19 +271,19 @@ def _rome(r: Result, counterfactual: bool = True) -> list[dict[str, Any]]:
     return [e for e in r.summary.get("edits", []) if e["method"] == "ROME" and (e["d"] > 0) == counterfactual]
 
 
-def _void(r: Result) -> str:
-    p = r.summary.get("pre", {})
-    ok = p.get("direct", 0) >= 0.95 and p.get("logical", 0) >= 0.80 and p.get("rome_efficacy", 0) >= 0.90
-    return "" if ok else "VOID: preconditions not met (see P); "
-
-
-def _p(r: Result) -> CheckResult:
+def _pre_learned(r: Result) -> CheckResult:
     p = r.summary["pre"]
-    obs = f"direct {100 * p['direct']:.1f} %, logical {100 * p['logical']:.1f} %, ROME efficacy " \
-          f"{100 * p['rome_efficacy']:.1f} %"
-    ok = p["direct"] >= 0.95 and p["logical"] >= 0.80 and p["rome_efficacy"] >= 0.90
-    return CheckResult(ok, obs, ">= 95 % / >= 80 % / >= 90 %", unit="",
-                       detail=f"ring Spearman per order at the representation site: {np.round(p['ring_spearman'], 3)}")
+    n = r.config["n_entities"]
+    return CheckResult(bool(p["direct"] >= 0.95 and p["logical"] >= 0.80),
+                       f"direct {100 * p['direct']:.1f} %, logical {100 * p['logical']:.1f} %", ">= 95 % / >= 80 %",
+                       detail=f"chance {100 / n:.1f} % ({n} entities); ring Spearman per order at the representation "
+                       f"site: {np.round(p['ring_spearman'], 3)}")
+
+
+def _pre_edit(r: Result) -> CheckResult:
+    eff = r.summary["pre"]["rome_efficacy"]
+    return CheckResult(bool(eff >= 0.90), round(100 * eff, 1), ">= 90", unit="% ROME efficacy (counterfactual edits)",
+                       detail=f"{len(_rome(r))} counterfactual edits")
 
 
 def _c1(r: Result) -> CheckResult:
@@ -294,7 +299,7 @@ def _c1(r: Result) -> CheckResult:
     ratio = float(hi / lo) if lo > 0 else float("inf")
     means = {int(k): round(float(R[d == k].mean()), 4) for k in sorted(set(d))}
     return CheckResult(bool(rho >= 0.8 and ratio >= 3), f"rho {rho:.3f}, R(d_max)/R(d_min) {ratio:.2f}",
-                       "rho >= 0.8 and ratio >= 3", detail=_void(r) + f"mean R by d: {means}")
+                       "rho >= 0.8 and ratio >= 3", detail=f"mean R by d: {means}")
 
 
 def _c2(r: Result) -> CheckResult:
@@ -309,7 +314,7 @@ def _c2(r: Result) -> CheckResult:
     frac = d23 / d1 if d1 > 0 else float("nan")
     return CheckResult(bool(r2 >= 0.5 and frac >= 0.5), f"r2 {r2:.3f}, damage(II,III)/damage(I) {frac:.2f}",
                        "r2 >= 0.5 and ratio >= 0.5", unit="",
-                       detail=_void(r) + f"mean drop: order I {100 * d1:.2f} points, orders II/III {100 * d23:.2f} points")
+                       detail=f"mean drop: order I {100 * d1:.2f} points, orders II/III {100 * d23:.2f} points")
 
 
 def _c3(r: Result) -> CheckResult:
@@ -320,13 +325,16 @@ def _c3(r: Result) -> CheckResult:
     ch = max(abs(x["drop_other"]) for x in e)
     real = [x["update_norm"] for x in _rome(r)]
     scale = float(np.median(real)) if real else 1.0
+    if not r.config.get("edit", True):  # the knockout: no edit was written
+        return CheckResult(None, f"max R {R:.4f}", "R <= 0.02 and |change| <= 1 point",
+                           detail=f"{len(e)} null edits not applied (edit=False, the knockout)")
     if all(x["update_norm"] <= 1e-4 * scale for x in e):  # nothing was edited: R ~ 0 by construction
         return CheckResult(None, f"max R {R:.4f} (every update is 0)", "R <= 0.02 and |change| <= 1 point",
-                           detail=_void(r) + f"{len(e)} null edits; ROME's v* optimisation stopped at step 0 on every "
+                           detail=f"{len(e)} null edits; ROME's v* optimisation stopped at step 0 on every "
                            "one (the model already predicts the current answer), so the update is below 1e-4 of the "
                            f"counterfactual edits' median norm ({scale:.3g}) and the null control did not run")
     return CheckResult(bool(R <= 0.02 and ch <= 0.01), f"max R {R:.4f}, max |change| {100 * ch:.2f} points",
-                       "R <= 0.02 and |change| <= 1 point", detail=_void(r) + f"{len(e)} null edits")
+                       "R <= 0.02 and |change| <= 1 point", detail=f"{len(e)} null edits")
 
 
 def _c_baseline(name: str) -> Any:
@@ -391,14 +399,18 @@ def _syn_note(c: dict[str, Any]) -> str:
 
 
 CLAIMS = [
-    Claim("P", "Preconditions: direct recall >= 95 %, held-out logical inference >= 80 %, ROME efficacy >= 90 % "
-          "(claims C1-C3 are void otherwise)", _p, scale_note=_syn_note),
+    Premise("pre-learned", "The synthetic decoder learned the graph: direct recall >= 95 % and held-out logical "
+            "inference >= 80 % (the old precondition P, first half)", _pre_learned, scale_note=_syn_note),
+    Premise("pre-edit-takes", "The edits take: ROME efficacy on the counterfactual edits >= 90 % (the old "
+            "precondition P, second half)", _pre_edit, scale_note=_syn_note),
     Claim("C1", "R(D*) grows with counterfactual distance: Spearman(d, R) >= 0.8 over per-edit values and "
-          "R(d_max) >= 3 R(d_min)", _c1, scale_note=_syn_note, paper_value=None),
+          "R(d_max) >= 3 R(d_min)", _c1, scale_note=_syn_note, paper_value=None,
+          requires=("pre-learned", "pre-edit-takes")),
     Claim("C2", "Shattering predicts damage: r^2(R, accuracy drop on other entities' facts) >= 0.5 and damage on "
-          "the untouched orders >= 50 % of that on the edited order", _c2, scale_note=_syn_note, paper_value=0.905),
+          "the untouched orders >= 50 % of that on the edited order", _c2, scale_note=_syn_note, paper_value=0.905,
+          requires=("pre-learned", "pre-edit-takes")),
     Claim("C3", "Null control: an edit to the current answer gives R(D*) <= 0.02 and |accuracy change| <= 1 point",
-          _c3, scale_note=lambda c: f"{c['n_null']} null edits"),
+          _c3, scale_note=lambda c: f"{c['n_null']} null edits", requires=("pre-learned", "pre-edit-takes")),
     Claim("B1", "AlphaEdit on the same edits (report only, beside ROME)", _c_baseline("AlphaEdit"), secondary=True),
     Claim("B2", "Constrained fine-tuning (FT-L) on the same edits (report only, beside ROME)",
           _c_baseline("FineTuneEdit"), secondary=True),

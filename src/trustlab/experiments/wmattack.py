@@ -21,14 +21,21 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.wmattack import PAPER as PAPER
 from trustlab.results.result import Result
 
 TITLE = "Adaptive attacks on LLM watermarks: a DPO-tuned paraphraser vs KGW on SmolLM2-135M"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: claims that PASS in quick mode (measured by running quick mode; see docs/papers/wmattack.md)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("C1", "C3b", "C3c")
+#: the quick gate's rule (experiments._gates, 5 seeds + knockout, docs/papers/wmattack.md) gives
+#: ("pre-para-moved", "C3b"); C3b dropped: quick's random model evades every key (100 % vs 100 %), so it would also
+#: pass with the untuned paraphraser and is VOID under the knockout only through its premise
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-para-moved",)
+#: the mechanism off: no DPO step, the untuned paraphraser stands in the tuned one's place
+KNOCKOUT: tuple[str, ...] = ("steps=0",)
+#: pre-registered: the tuned paraphraser must rewrite at least this share of the provider-key texts differently
+#: from the untuned one (same sampling seed); below it the attack claims measure the untuned model
+MOVED_MIN = 0.80
 
 EDITS = (("deletion", "WordDeletion", 0.3), ("shuffle", "TokenShuffle", 0.3), ("synonym", "SynonymSwap", 0.5))
 
@@ -57,7 +64,7 @@ class Config(ExperimentConfig):
     lora_alpha: float = 16.0
     beta: float = 0.1
     lr: float = 5e-4
-    steps: int = 12
+    steps: int = 12             # DPO steps; 0 = no training (the knockout: the untuned paraphraser in its place)
     batch_size: int = 8
     ratios: tuple[float, ...] = (0.5, 1.0)  # adapter ratios traced on the first seed (0 = the untuned model)
     transfer_seeds: int = 1     # seeds whose paraphraser is also run on the Unigram texts
@@ -80,9 +87,10 @@ class Config(ExperimentConfig):
         from trustlab.core.constraints import Interval, validate_value
 
         for name in ("n_keys", "n_train", "n_candidates", "n_eval", "n_surrogate_eval", "n_unigram", "new_tokens",
-                     "train_tokens", "cand_tokens", "para_tokens", "lora_r", "steps", "batch_size", "gen_batch"):
+                     "train_tokens", "cand_tokens", "para_tokens", "lora_r", "batch_size", "gen_batch"):
             validate_value("wmattack.Config", name, getattr(self, name), [Interval(int, 1, None)])
-        validate_value("wmattack.Config", "transfer_seeds", self.transfer_seeds, [Interval(int, 0, None)])
+        for name in ("transfer_seeds", "steps"):
+            validate_value("wmattack.Config", name, getattr(self, name), [Interval(int, 0, None)])
         for name in ("fpr", "gamma"):
             validate_value("wmattack.Config", name, getattr(self, name), [Interval(float, 0, 1, closed="neither")])
 
@@ -259,6 +267,7 @@ def _baselines(cfg: Config, st: dict[str, Any], res: Result) -> None:
         key = [cfg.model, cfg.para_tokens, cfg.eval_temperature, seed, st["eval"], st["unigram_texts"], sets]
         evs = st["cache"].get("base-paraphraser", key,
                               lambda s=seed, z=sets: _paraphraser_sets(cfg, st, 0.0, s, z))
+        st.setdefault("base_outputs", {})[seed] = evs["eval"]["outputs"]
         for s, ev in evs.items():
             _record(cfg, res, "paraphrase_base", s, seed, ev)
 
@@ -274,6 +283,8 @@ def _dpo(cfg: Config, st: dict[str, Any], res: Result, pairs: Any, ctx: RunConte
 
         def compute(seed: int = seed, sets: tuple[str, ...] = sets, first: bool = k == 0) -> dict[str, Any]:
             nonlocal prev
+            if cfg.steps == 0:  # the knockout: no training, the untuned paraphraser (same sampling seed)
+                return _untrained(cfg, st, seed, sets)
             t0 = time.perf_counter()
             tp = W.train_paraphraser(st.get("policy", st["model"]), st["tok"], pairs, layers=cfg.lora_layers,
                                      r=cfg.lora_r, alpha=cfg.lora_alpha, beta=cfg.beta, lr=cfg.lr, steps=cfg.steps,
@@ -288,12 +299,22 @@ def _dpo(cfg: Config, st: dict[str, Any], res: Result, pairs: Any, ctx: RunConte
             return out
 
         ev = st["cache"].get("dpo-seed", key, compute)
+        base_out, dpo_out = st["base_outputs"][seed], ev["sets"]["1.0"]["eval"]["outputs"]
+        res.add(method="paraphrase_dpo", dataset="eval", seed=seed, metric="changed_vs_base",
+                value=float(np.mean([a != b for a, b in zip(base_out, dpo_out, strict=True)])))
         for metric in ("held_acc", "held_margin", "loss_first", "loss_last", "step_s", "train_s"):
             res.add(method="paraphrase_dpo", dataset="pairs", seed=seed, metric=metric, value=float(ev[metric]))
         for r, sets_ev in ev["sets"].items():
             for s, e in sets_ev.items():
                 _record(cfg, res, "paraphrase_dpo" if float(r) == 1.0 else f"paraphrase_dpo_r{r}", s, seed, e)
         ctx.check_budget(f"DPO seed {seed}")
+
+
+def _untrained(cfg: Config, st: dict[str, Any], seed: int, sets: tuple[str, ...]) -> dict[str, Any]:
+    """The knockout's stand-in for a DPO seed: the untuned paraphraser, no training numbers."""
+    nan = float("nan")
+    return {"train_s": 0.0, "held_acc": nan, "held_margin": nan, "n_train": 0, "n_held": 0, "loss_first": nan,
+            "loss_last": nan, "step_s": nan, "sets": {"1.0": _paraphraser_sets(cfg, st, 0.0, seed, sets)}}
 
 
 def run(cfg: Config, ctx: RunContext) -> Result:
@@ -331,6 +352,17 @@ def _mean(r: Result, method: str, dataset: str, metric: str, seed: int | None = 
     sub = df[(df["method"] == method) & (df["dataset"] == dataset) & (df["metric"] == metric)]
     sub = sub if seed is None else sub[sub["seed"] == seed]
     return None if sub.empty else float(sub["value"].mean())
+
+
+def _pre_moved(r: Result) -> CheckResult:
+    ch = _mean(r, "paraphrase_dpo", "eval", "changed_vs_base")
+    if ch is None:
+        return CheckResult(False, None, f">= {100 * MOVED_MIN:.0f} %", detail=r.summary.get("dpo_skipped", "no DPO run"))
+    df = r.to_frame()
+    per = df[(df["method"] == "paraphrase_dpo") & (df["metric"] == "changed_vs_base")]["value"].tolist()
+    return CheckResult(ch >= MOVED_MIN, round(100 * ch, 1), f">= {100 * MOVED_MIN:.0f}",
+                       unit="% of provider-key texts the tuned paraphraser rewrites differently from the untuned one "
+                       "(same sampling seed; mean over seeds)", detail="per seed " + "/".join(f"{100 * v:.0f}" for v in per) + " %")
 
 
 def _c1(r: Result) -> CheckResult:
@@ -390,7 +422,7 @@ def _c4(r: Result) -> CheckResult:
     d, b = _mean(r, "paraphrase_dpo", "unigram", "evasion"), _mean(r, "paraphrase_base", "unigram", "evasion")
     if d is None or b is None:
         return CheckResult(None, None, ">= untuned paraphraser's")
-    return CheckResult(d >= b, round(100 * d, 1), f">= {100 * b:.1f}", baseline=round(100 * b, 1),
+    return CheckResult(d > b, round(100 * d, 1), f"> {100 * b:.1f}", baseline=round(100 * b, 1),
                        unit="% Unigram evasion at 1 % FPR")
 
 
@@ -402,6 +434,9 @@ def _sizes(c: dict[str, Any]) -> str:
 
 
 CLAIMS = [
+    Premise("pre-para-moved", f"The DPO steps moved the paraphraser: its outputs on the provider-key texts differ from "
+            f"the untuned paraphraser's (same sampling seed) on >= {100 * MOVED_MIN:.0f} % of texts", _pre_moved,
+            scale_note=lambda c: f"{c['steps']} DPO steps, {c['n_eval']} texts, {len(c['seeds'])} seed(s)"),
     Claim("C1", "Detection sanity: KGW detects >= 80 % of provider-key texts at z > 4, flags no unwatermarked "
           "text at z > 4, and |mean z| < 1 under a wrong key", _c1,
           scale_note=lambda c: f"{c['model']}, {c['n_eval']} texts of {c['new_tokens']} new tokens each side; "
@@ -411,15 +446,16 @@ CLAIMS = [
           scale_note=lambda c: f"{c['n_train']} texts x {c['n_candidates']} paraphrases (spec: 32 x 4), cosine >= "
           f"{c['cos_threshold']} in place of the LLM judge's 0.8"),
     Claim("C3a", "Attack: the DPO paraphraser's joint success P(evade at 1 % FPR and cosine >= 0.75) >= the "
-          "untuned paraphraser's + 10 points (mean over seeds)", _c3a, scale_note=_sizes),
+          "untuned paraphraser's + 10 points (mean over seeds)", _c3a, scale_note=_sizes, requires=("pre-para-moved",)),
     Claim("C3b", "Key transfer: DPO evasion against the unseen provider key >= evasion against the surrogate "
-          "keys - 15 points", _c3b,
+          "keys - 15 points", _c3b, requires=("pre-para-moved",),
+          paper_value=96.0,  # v1 abstract: evasion > 96 % of the tuned paraphraser against the unseen key
           scale_note=lambda c: f"{c['n_eval']} provider-key texts vs {c['n_surrogate_eval']} held-out-prompt "
           "surrogate-key texts, mean over seeds"),
     Claim("C3c", "Fallback (spec): held-out DPO preference accuracy >= 0.6 and positive mean reward margin", _c3c,
           secondary=True, scale_note="pairs split 80/20 by source text (the fork's split seed 42)"),
-    Claim("C4", "Transfer: trained against KGW, the paraphraser's Unigram evasion >= the untuned paraphraser's",
-          _c4, scale_note=lambda c: f"{c['n_unigram']} Unigram texts, the first {c['transfer_seeds']} seed(s) of "
+    Claim("C4", "Transfer: trained against KGW, the paraphraser's Unigram evasion > the untuned paraphraser's "
+          "(strict since issue 39: a tie is the untuned model's score)", _c4, requires=("pre-para-moved",), scale_note=lambda c: f"{c['n_unigram']} Unigram texts, the first {c['transfer_seeds']} seed(s) of "
           "both paraphrasers"),
 ]
 
