@@ -38,8 +38,11 @@ EXTRAS = ("symbolic",)
 SYNTHETIC = ("product_sine", "ratio")
 REAL = ("diabetes", "fair")
 
-#: claims expected to PASS in quick mode (decided by running quick mode; see docs/papers/featkd.md)
-QUICK_EXPECTED_PASS = ("C1a", "C1b", "C4")
+#: issue 39: the rule's gate (quick seeds 0-4 + KNOCKOUT, 2026-12-02, git 3b968bb; docs/papers/featkd.md): C1a
+#: (2/5) and C1b (3/5) are no longer gated (FEAT-KD raised on seed 2, fit R² 0.003 on seed 3, C1a -0.16 on seed 1).
+#: C4 is admitted by the rule because the knockout's FEAT-KD raises (SKIP), not because it is about the mechanism.
+#: Before issue 39: (C1a, C1b, C4).
+QUICK_EXPECTED_PASS = ("pre-teacher-learned", "C4")
 #: the teacher switched (nearly) off: one TabNet epoch, so FEAT-KD distils an untrained network's steps
 KNOCKOUT: tuple[str, ...] = ("max_epochs=1", "patience=1")
 
@@ -277,8 +280,9 @@ PRE_OVER_RIDGE = 0.05  # ... and beats a linear model by >= 0.05 R² (it learned
 
 def _pre_rows(result: Result, method: str) -> tuple[float, float, str]:
     rows = _synthetic_means(result)
-    if not rows:
-        raise ValueError("no synthetic task has a FEAT-KD fit in this run")
+    if not rows:  # FEAT-KD raised on every synthetic task (e.g. no formula passed the fidelity filter)
+        errs = "; ".join(f"{k}: {v['error']}" for k, v in result.summary.get("runs", {}).items() if "error" in v)
+        return float("-inf"), float("-inf"), f"no synthetic task has a FEAT-KD fit in this run ({errs or 'none run'})"
     r2 = {d: r[method]["r2"] for d, r in rows.items()}
     over = {d: r[method]["r2"] - r["ridge"]["r2"] for d, r in rows.items()}
     detail = "; ".join(f"{d}: {method} {r2[d]:.3f}, ridge {rows[d]['ridge']['r2']:.3f}" for d in rows)
@@ -287,14 +291,14 @@ def _pre_rows(result: Result, method: str) -> tuple[float, float, str]:
 
 def _check_pre_teacher(result: Result) -> CheckResult:
     r2, over, detail = _pre_rows(result, "TabNet (teacher)")
-    return CheckResult(r2 >= PRE_TEACHER_R2 and over >= PRE_OVER_RIDGE, round(r2, 4),
+    return CheckResult(r2 >= PRE_TEACHER_R2 and over >= PRE_OVER_RIDGE, round(r2, 4) if np.isfinite(r2) else None,
                        f">= {PRE_TEACHER_R2} and >= ridge + {PRE_OVER_RIDGE}", baseline=f"min margin over ridge "
                        f"{over:+.3f}", unit="teacher test R² (worst task)", detail=detail)
 
 
 def _check_pre_formula(result: Result) -> CheckResult:
     _, over, detail = _pre_rows(result, "FEAT-KD")
-    return CheckResult(over >= PRE_OVER_RIDGE, round(over, 4), f">= {PRE_OVER_RIDGE}",
+    return CheckResult(over >= PRE_OVER_RIDGE, round(over, 4) if np.isfinite(over) else None, f">= {PRE_OVER_RIDGE}",
                        unit="FEAT-KD R² minus ridge R² (worst task)", detail=detail)
 
 
