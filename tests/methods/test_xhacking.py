@@ -362,10 +362,13 @@ def test_premises_void_the_hacking_claims_when_the_search_cannot_move():
                      synthetic_majority=0.5, breast_cancer_defensible_first_seed=5, synthetic_vuln_defensible_trials=40,
                      synthetic_vuln_trials=240, control_n_seeds=5, control_successes_tpe=0, control_successes_random=0)
     st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
-    assert st["pre-learned"] == st["pre-search-room"] == st["C1b"] == st["C3"] == "PASS"
-    r.summary.update(breast_cancer_defensible_first_seed=0, synthetic_vuln_defensible_trials=0)
+    assert st["pre-learned"] == st["pre-search-room-bc"] == st["pre-search-room-synth"] == st["C1b"] == st["C3"] == "PASS"
+    r.summary.update(synthetic_vuln_defensible_trials=0)  # the synthetic search cannot move: C3, not C1b, is VOID
     st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
-    assert st["pre-search-room"] == "FAIL" and st["C1b"] == st["C3"] == "VOID" and st["pre-learned"] == "PASS"
+    assert st["pre-search-room-synth"] == "FAIL" and st["C3"] == "VOID" and st["C1b"] == "PASS"
+    r.summary.update(breast_cancer_defensible_first_seed=0)
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-search-room-bc"] == "FAIL" and st["C1b"] == "VOID" and st["pre-learned"] == "PASS"
     r.summary["synthetic_reference_score"] = 0.52
     assert {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}["pre-learned"] == "FAIL"
 

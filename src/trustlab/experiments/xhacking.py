@@ -326,15 +326,18 @@ def _pre_learned(r: Result) -> CheckResult:
                                         f"{s[f'{d}_majority']:.3f}" for d in gaps))
 
 
-def _pre_room(r: Result) -> CheckResult:
+def _pre_room_bc(r: Result) -> CheckResult:
+    bc = r.summary["breast_cancer_defensible_first_seed"]
+    return CheckResult(bc >= PRE_BC_DEFENSIBLE, bc, f">= {PRE_BC_DEFENSIBLE}",
+                       unit=f"defensible trials of the first breast_cancer search (of {r.config['hack_budget']})")
+
+
+def _pre_room_synth(r: Result) -> CheckResult:
     s = r.summary
-    bc = s["breast_cancer_defensible_first_seed"]
     frac = s["synthetic_vuln_defensible_trials"] / max(s["synthetic_vuln_trials"], 1)
-    return CheckResult(bc >= PRE_BC_DEFENSIBLE and frac >= PRE_SYNTH_DEFENSIBLE, round(frac, 4),
-                       f">= {PRE_SYNTH_DEFENSIBLE} (and breast_cancer >= {PRE_BC_DEFENSIBLE} defensible trials)",
+    return CheckResult(frac >= PRE_SYNTH_DEFENSIBLE, round(frac, 4), f">= {PRE_SYNTH_DEFENSIBLE}",
                        unit="defensible share of the synthetic directed-search trials",
-                       baseline=f"breast_cancer first search: {bc} defensible of {r.config['hack_budget']}",
-                       detail=f"synthetic {s['synthetic_vuln_defensible_trials']} of {s['synthetic_vuln_trials']}")
+                       detail=f"{s['synthetic_vuln_defensible_trials']} of {s['synthetic_vuln_trials']}")
 
 
 def _c1a(r: Result) -> CheckResult:
@@ -397,36 +400,38 @@ def _note_c1a(c: dict[str, Any]) -> str:
             "and tie up to noise")
 
 
-_BOTH = ("pre-learned", "pre-search-room")
+_BC = ("pre-learned", "pre-search-room-bc")  # claims on breast_cancer
+_SYN = ("pre-learned", "pre-search-room-synth")  # claims on the synthetic data
 
 CLAIMS = [
     Premise("pre-learned", f"the reference pipelines learned: held-out accuracy >= majority-class rate + "
             f"{PRE_OVER_MAJORITY} on breast_cancer and on the synthetic data", _pre_learned,
             scale_note="reference = 100-tree RF (breast_cancer), L2-LR (synthetic); majority rate over all rows"),
-    Premise("pre-search-room", f"the hacking search had room to move: >= {100 * PRE_SYNTH_DEFENSIBLE:g} % of the "
-            f"synthetic directed-search trials and >= {PRE_BC_DEFENSIBLE} trials of the first breast_cancer search "
-            "are defensible (within eps of the reference)", _pre_room,
-            scale_note=lambda c: f"{c['vuln_budget']} trials x {len(c['vuln_seeds'])} seed(s) per synthetic feature; "
-                                 f"{c['hack_budget']} breast_cancer trials"),
+    Premise("pre-search-room-bc", f"the breast_cancer hacking search had room to move: >= {PRE_BC_DEFENSIBLE} trials "
+            "of the first search are defensible (within eps of the reference)", _pre_room_bc,
+            scale_note=lambda c: f"{c['hack_budget']} TPE trials, seed {c['vuln_seeds'][0]}"),
+    Premise("pre-search-room-synth", f"the synthetic hacking searches had room to move: >= "
+            f"{100 * PRE_SYNTH_DEFENSIBLE:g} % of the directed-search trials are defensible", _pre_room_synth,
+            scale_note=lambda c: f"{c['vuln_budget']} trials x {len(c['vuln_seeds'])} seed(s) per informative feature"),
     Claim("C1a", "Redundancy predicts vulnerability: Spearman(R^2_f, achievable SHAP-share drop within eps=0.01) "
-          ">= 0.6 over the informative synthetic features", _c1a, scale_note=_note_c1a, requires=_BOTH),
+          ">= 0.6 over the informative synthetic features", _c1a, scale_note=_note_c1a, requires=_SYN),
     Claim("C1b", "breast_cancer's top-SHAP feature can be pushed to <= 25% of its reference share within eps=0.01 "
           "(the single pre-declared TPE search)", _c1b,
           scale_note=lambda c: f"one TPE search of {c['hack_budget']} trials, seed {c['vuln_seeds'][0]}; standard "
-          "space, held-out accuracy, reference = 100-tree RF", requires=_BOTH),
+          "space, held-out accuracy, reference = 100-tree RF", requires=_BC),
     Claim("C1b-best", "As C1b, measured as the best of one TPE search per seed in vuln_seeds (added after the first "
           "default C1b FAIL; secondary)", _c1b_best, secondary=True,
           scale_note=lambda c: f"{len(c['vuln_seeds'])} TPE search(es) x {c['hack_budget']} trials, seeds "
-          f"{tuple(c['vuln_seeds'])}; see docs/papers/xhacking.md for the history", requires=_BOTH),
+          f"{tuple(c['vuln_seeds'])}; see docs/papers/xhacking.md for the history", requires=_BC),
     Claim("C2", "TPE beats random: median trials-to-first-success ratio (random / TPE) >= 1.5 for >= 1 "
           "susceptible feature (eps=0.005, kappa=0.2; ratio with 95% bootstrap CI)", _c2, modes=("default", "paper"),
           scale_note=lambda c: f"{len(c['seeds'])} seeds x 2 samplers x {c['speed_budget']} trials; not run in quick "
-          "mode. Censored runs count at the budget; small budgets are noisy (the paper reports ~3x)", requires=_BOTH,
+          "mode. Censored runs count at the budget; small budgets are noisy (the paper reports ~3x)", requires=_BC,
           paper_value=3.0),
     Claim("C3", "No false alarm: the independent control feature (rho=0) is not pushed to <= 25% of its share "
           "within eps in >= 4 of 5 seeds (>= 80% of the seeds), for TPE and for random sampling", _c3,
           scale_note=lambda c: f"{c['control_budget']} trials per seed and sampler, {len(c['seeds'])} seeds, stopping "
-          "at the first success", requires=_BOTH),
+          "at the first success", requires=_SYN),
     Claim("C4", "Audit soundness: every interval endpoint is a logged defensible trial that recomputes from its "
           "stored configuration to within 1e-6", _c4,
           scale_note=lambda c: f"exploration audit of {c['audit_explore']} random trials in the standard space"),
