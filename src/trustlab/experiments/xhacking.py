@@ -24,10 +24,11 @@ from trustlab.results.result import Result
 
 TITLE = "X-hacking: AutoML that manipulates SHAP, and the X-hacking audit"
 EXTRAS: tuple[str, ...] = ("xai",)
-#: claims expected to PASS in quick mode (checked by tests/test_reproduce.py); decided by running quick mode.
-#: C5 is not listed: it FAILs in quick mode (t1's ratio 1.0: 1 of 33 trials defensible at n = 1000 with 6 + 6
-#: trials; measured 2026-12-01 on this code and by its author's own quick run), so quick is a smoke run for it.
-QUICK_EXPECTED_PASS = ("C1b", "C3", "C4")
+#: issue 39: the rule's gate over quick seeds 0-4 + KNOCKOUT (2026-12-02, docs/papers/xhacking.md) is
+#: (pre-search-room-bc, C1b, C5). C5 is dropped: it FAILs on quick seed 0 itself, the run tests/test_reproduce.py
+#: makes (t1's ratio 1.0: 1 of 33 trials defensible). C4 passes under the knockout and C3 is VOID on seeds 1-4
+#: (no defensible synthetic trial), so neither is gated. Before issue 39: (C1b, C3, C4).
+QUICK_EXPECTED_PASS = ("pre-search-room-bc", "C1b")
 #: the hacking search switched off: one trial per directed search (and none for the default audit's), so no
 #: search can move away from the first configuration it draws; the reference, SHAP and the audit still run
 KNOCKOUT: tuple[str, ...] = ("hack_budget=1", "vuln_budget=1", "control_budget=1", "default_audit_budget=0")
