@@ -23,8 +23,10 @@ from trustlab.results.result import Result
 
 TITLE = "Induction heads vs function-vector heads for in-context learning (SmolLM2-135M)"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: claims that PASS in quick mode (measured; a regression in one of them fails tests/test_reproduce.py)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("C1", "C2a", "C2b", "C3", "C4")
+#: issue 39: the rule's gate over quick seeds 0-4 + KNOCKOUT (2026-12-02, docs/papers/iclheads.md): C2b passes on
+#: 2 of 5 seeds only and C4 (Jaccard) passes with random head sets, so neither is gated now; before: (C1, C2a, C2b,
+#: C3, C4)
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-ablation-moves", "C1", "C2a", "C3")
 #: head identification off: seeded uniform random scores replace the measured induction and FV scores (the
 #: official random baseline in the method's place); the model, prompts, patches and ablations all still run
 KNOCKOUT: tuple[str, ...] = ("head_scores=random",)
