@@ -302,3 +302,23 @@ def test_quick_experiment_expected_claims(quick_run):
     res, _ = quick_run("featkd")
     status = {c.id: c.status for c in res.claims}
     assert all(status[c] == "PASS" for c in QUICK_EXPECTED_PASS), status
+
+
+def test_premises_void_c1_when_the_teacher_did_not_learn():
+    """Issue 39: a teacher at ridge's level (or a formula no better than ridge) voids C1a, C1b and C2."""
+    from trustlab.experiments import featkd as exp
+    from trustlab.experiments.base import evaluate_claims
+    from trustlab.results.result import Result
+
+    assert exp.KNOCKOUT and all("=" in k for k in exp.KNOCKOUT)
+    r = Result("featkd", "quick", {"synthetic": ["product_sine"]})
+    means = {"FEAT-KD": {"r2": 0.99, "nodes": 20.0, "n_features": 3.0}, "ridge": {"r2": 0.3},
+             "TabNet (teacher)": {"r2": 0.8, "parameters": 6000.0}, "gplearn on y": {"r2": 0.2, "nodes": 9.0}}
+    r.summary.update(means={"product_sine": means}, determinism={"same_hash": True, "dataset": "d", "seed": 0})
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-teacher-learned"] == st["pre-formula-nontrivial"] == st["C1a"] == st["C1b"] == "PASS"
+    means["TabNet (teacher)"]["r2"] = 0.32
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-teacher-learned"] == "FAIL" and st["C1a"] == st["C1b"] == st["C2"] == "VOID" and st["C4"] == "PASS"
+    means["FEAT-KD"]["r2"] = 0.31
+    assert {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}["pre-formula-nontrivial"] == "FAIL"

@@ -395,6 +395,29 @@ def test_experiment_config_claims_and_scale_notes():
     assert f"{q.n_clean} test digits" in notes["C2"]
     with pytest.raises(ConfigError):
         exp.Config(eps=0.0).validate()
+    exp.Config(radius=0.0).validate()  # the KNOCKOUT's value: both bands empty, FreqPure = DiffPure
+
+
+def test_premises_void_the_claims_when_the_attack_or_the_guidance_does_nothing():
+    """Issue 39: an attack that costs the bare classifier < 30 points voids C3/C4a/C4b; a guidance that moves no
+    label voids C2."""
+    from trustlab.experiments import freqpure as exp
+    from trustlab.experiments.base import evaluate_claims
+    from trustlab.results.result import Result
+
+    r = Result("freqpure", "quick", {})
+    rb = {m: {"attacks": {"TransferPGD": 0.8, "PGDEOT": 0.5}, "adaptive": 0.5} for m in (exp.DIFFPURE, exp.FREQPURE)}
+    rb[exp.UNDEFENDED] = {"clean": 0.95, "transfer": 0.10}
+    r.summary.update(robust=rb, classifier_clean=0.95, guidance_changed=0.2, clean={exp.DIFFPURE: 0.6, exp.FREQPURE: 0.8},
+                     clean_per_seed={}, spectral={"0.1": {"rho_amplitude": 1.0, "rho_phase": 1.0}},
+                     gradient_rel_error={"x": 1e-6})
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-attack-moves"] == st["pre-guidance-moves"] == st["C2"] == st["C3"] == st["C4a"] == "PASS"
+    r.summary["guidance_changed"] = 0.0
+    rb[exp.UNDEFENDED]["transfer"] = 0.80
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-attack-moves"] == st["pre-guidance-moves"] == "FAIL"
+    assert st["C2"] == st["C3"] == st["C4a"] == st["C4b"] == "VOID" and st["C4c"] == "PASS"
 
 
 @pytest.mark.reproduce

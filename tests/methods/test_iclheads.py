@@ -321,3 +321,26 @@ def test_experiment_quick_tasks_by_rule_and_scale_notes_from_config():
     notes = {c.id: c.note_for(q.to_dict()) for c in exp.CLAIMS}
     assert "2 held-out tasks x 16 5-shot prompts" in notes["C3"] and "2 held-out tasks" in notes["C2b"]
     assert "2 FV tasks x 4 corrupted" in notes["C2a"]
+    exp.Config(head_scores="random").validate()  # the KNOCKOUT's value
+    with pytest.raises(ConfigError, match="head_scores"):
+        exp.Config(head_scores="none").validate()
+
+
+def test_premises_void_c2b_and_c3_without_icl_or_without_an_ablation_effect():
+    """Issue 39: a model that does not do the held-out tasks in context, or ablations that move nothing, void
+    C2b / C3."""
+    from trustlab.experiments import iclheads as exp
+    from trustlab.experiments.base import evaluate_claims
+    from trustlab.results.result import Result
+
+    r = Result("iclheads", "quick", {"main_fraction": 0.05})
+    r.summary.update(clean_accuracy={"a": 0.8, "b": 0.7}, steering={
+        k: {"none": 0.0, "fv": 0.5, "random": 0.0, "advantage": 0.5} for k in ("a", "b")}, steering_tasks_ge_15pt=2,
+        drop={"fv@0.05": 0.5, "induction@0.05": 0.2, "random@0.05": 0.0}, drop_fv_minus_random=0.5)
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS) if o.id in ("pre-icl", "pre-ablation-moves", "C2b",
+                                                                            "C3")}
+    assert set(st.values()) == {"PASS"}, st
+    r.summary["clean_accuracy"]["b"] = 0.1  # at chance on one task
+    r.summary["drop"].update({"fv@0.05": 0.0, "induction@0.05": 0.05})
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-icl"] == st["pre-ablation-moves"] == "FAIL" and st["C2b"] == st["C3"] == "VOID"

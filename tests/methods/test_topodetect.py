@@ -364,9 +364,38 @@ def test_experiment_config_and_claims_are_declared():
     q.validate()
     notes = {c.id: c.note_for(q.to_dict()) for c in exp.CLAIMS}
     assert f"{q.reps} test sets" in notes["C4"] and f"{q.sig_batches} batches" in notes["C1"]
-    for bad in ({"ns": (2,)}, {"attacks": ("fgsm",)}, {"eps": 0.0}, {"sigmas": ()}):
+    for bad in ({"ns": (2,)}, {"attacks": ("fgsm",)}, {"eps": -0.1}, {"eps": 1.5}, {"sigmas": ()}):
         with pytest.raises(ConfigError):
             exp.Config(**bad).validate()
+    exp.Config(eps=0.0).validate()  # the KNOCKOUT's value
+
+
+def test_premises_void_c4_when_the_features_coincide_or_the_baseline_saturates():
+    """Issue 39: the cross-modal feature equal to the unimodal one (corr 1), or SAMMD at power 1.00, voids C4."""
+    from trustlab.experiments import topodetect as exp
+    from trustlab.experiments.base import evaluate_claims
+    from trustlab.results.result import Result
+
+    assert exp.KNOCKOUT == ("eps=0",)
+    r = Result("topodetect", "quick", {"h1": False})
+    r.summary.update(accuracy={"cnn/seed0/clean": 0.98, "cnn/seed0/pgd": 0.10}, n_claim=20,
+                     feature_agreement={"seed0": {"corr": 1.0, "max_abs_diff": 0.0}},
+                     spearman={"cnn/pgd/seed0": {"tp_h0": 1.0, "mk_h0": 0.9}}, gradient_rel_error=1e-12)
+    det = {t: {"20": {"power": 0.5, "type1": 0.05, "type1_max": 0.05}} for t in exp.TESTS}
+    det["TC-SAMMD"]["20"]["power"] = 0.8
+    r.summary["detection"] = det
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-attack-moves"] == "PASS" and st["pre-features-differ"] == "FAIL" and st["C4"] == "VOID"
+    assert st["C1"] == "PASS"
+    r.summary["feature_agreement"]["seed0"]["corr"] = 0.5
+    assert {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}["C4"] == "PASS"
+    for t in exp.TESTS:
+        det[t]["20"]["power"] = 1.0
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-off-ceiling"] == "FAIL" and st["C4"] == "VOID"
+    r.summary["accuracy"]["cnn/seed0/pgd"] = 0.98  # the attack did not move the model
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-attack-moves"] == "FAIL" and st["C1"] == "VOID"
 
 
 @pytest.mark.reproduce

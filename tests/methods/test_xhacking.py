@@ -349,6 +349,30 @@ def test_c1b_primary_is_the_single_search_and_best_of_seeds_is_secondary():
     assert "6 trials per seed" in by_id["C3"].note_for(cfg) and "5 seeds" in by_id["C3"].note_for(cfg)
 
 
+def test_premises_void_the_hacking_claims_when_the_search_cannot_move():
+    """Issue 39: a search with no defensible alternative (the KNOCKOUT's one trial) voids C1b and C3 rather than
+    letting C3 (no false alarm) pass by construction."""
+    from trustlab.experiments import xhacking as exp
+    from trustlab.experiments.base import evaluate_claims
+    from trustlab.results.result import Result
+
+    r = Result("xhacking", "quick", {"vuln_seeds": [0], "hack_budget": 12})
+    r.summary.update(breast_cancer_top_share_ratio_first_seed=0.0, breast_cancer_top_feature="f",
+                     breast_cancer_reference_score=0.95, breast_cancer_majority=0.63, synthetic_reference_score=0.9,
+                     synthetic_majority=0.5, breast_cancer_defensible_first_seed=5, synthetic_vuln_defensible_trials=40,
+                     synthetic_vuln_trials=240, control_n_seeds=5, control_successes_tpe=0, control_successes_random=0)
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-learned"] == st["pre-search-room-bc"] == st["pre-search-room-synth"] == st["C1b"] == st["C3"] == "PASS"
+    r.summary.update(synthetic_vuln_defensible_trials=0)  # the synthetic search cannot move: C3, not C1b, is VOID
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-search-room-synth"] == "FAIL" and st["C3"] == "VOID" and st["C1b"] == "PASS"
+    r.summary.update(breast_cancer_defensible_first_seed=0)
+    st = {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}
+    assert st["pre-search-room-bc"] == "FAIL" and st["C1b"] == "VOID" and st["pre-learned"] == "PASS"
+    r.summary["synthetic_reference_score"] = 0.52
+    assert {o.id: o.status for o in evaluate_claims(r, exp.CLAIMS)}["pre-learned"] == "FAIL"
+
+
 def test_audit_attaches_explanation_controls(data):
     import json
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from trustlab.core.constraints import Interval, validate_value
 from trustlab.core.exceptions import ConfigError
-from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.freqpure import PAPER as PAPER
 from trustlab.results.result import Result
 
@@ -161,13 +161,19 @@ def _clean(cfg: Config, ctx: RunContext, res: Result, clf: Any, X: np.ndarray, y
 
     Xc, yc = X[:cfg.n_clean], y[:cfg.n_clean]
     acc: dict[str, list[float]] = {DIFFPURE: [], FREQPURE: []}
+    changed = []  # share of digits whose voted label FreqPure's guidance changed (same level, same noise)
     for seed in ctx.progress(cfg.seeds, desc="freqpure C2 seeds"):
+        labels = {}
         for name, pur in _purifiers(cfg, seed, robust=False).items():
-            a = defended_predict(pur, clf, Xc, random_state=seed).accuracy(yc)
+            pred = defended_predict(pur, clf, Xc, random_state=seed)
+            a = pred.accuracy(yc)
+            labels[name] = pred.labels
             acc[name].append(a)
             res.add(part="clean", method=name, seed=seed, t_star=cfg.t_clean, accuracy=a)
+        changed.append(float(np.mean(labels[DIFFPURE] != labels[FREQPURE])))
         ctx.check_budget(f"C2 seed {seed}")
     res.summary["clean"] = {k: float(np.mean(v)) for k, v in acc.items()}
+    res.summary["guidance_changed"] = float(np.mean(changed))
     res.summary["clean_per_seed"] = acc
 
 
@@ -283,6 +289,29 @@ def _clf_predict(clf: Any, X: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------ claims
+#: pre-registered premise thresholds (docs/papers/freqpure.md, "Premises, knockout and quick gate")
+PRE_CLF_CLEAN = 0.80  # the bare classifier learned the digits (chance 0.10)
+PRE_ATTACK_DROP = 30.0  # transfer PGD at eps costs the undefended classifier >= 30 points
+PRE_GUIDANCE_CHANGED = 0.05  # C2 needs a 5-point gap, impossible if < 5 % of the labels move
+
+
+def _check_pre_attack(r: Result) -> CheckResult:
+    u = r.summary["robust"][UNDEFENDED]
+    drop = 100 * (u["clean"] - u["transfer"])
+    ok = drop >= PRE_ATTACK_DROP and r.summary["classifier_clean"] >= PRE_CLF_CLEAN
+    return CheckResult(ok, round(drop, 2), f">= {PRE_ATTACK_DROP:g} (bare clean accuracy >= {PRE_CLF_CLEAN})",
+                       unit="points lost by the undefended classifier under transfer PGD",
+                       baseline=f"clean {100 * u['clean']:.1f} %",
+                       detail=f"under attack {100 * u['transfer']:.1f} %; bare classifier on all test digits "
+                              f"{100 * r.summary['classifier_clean']:.1f} %")
+
+
+def _check_pre_guidance(r: Result) -> CheckResult:
+    ch = r.summary["guidance_changed"]
+    return CheckResult(ch >= PRE_GUIDANCE_CHANGED, round(ch, 4), f">= {PRE_GUIDANCE_CHANGED}",
+                       unit="share of clean digits whose voted label FreqPure changes vs DiffPure (same t*, noise)")
+
+
 def _check_c1(r: Result) -> CheckResult:
     sp = r.summary["spectral"]
     rhos = {f"eps {e}": (v["rho_amplitude"], v["rho_phase"]) for e, v in sp.items()}
@@ -348,28 +377,41 @@ def _note_robust(c: dict[str, Any]) -> str:
             "200 x EOT 20); one seed")
 
 
+_ATK = ("pre-attack-moves",)
+
 CLAIMS = [
+    Premise("pre-attack-moves", f"the bare classifier learned the digits (clean accuracy >= {PRE_CLF_CLEAN}) and "
+                                f"transfer PGD at eps costs it >= {PRE_ATTACK_DROP:g} points", _check_pre_attack,
+            scale_note=_note_robust),
+    Premise("pre-guidance-moves", f"FreqPure's frequency guidance changes >= {100 * PRE_GUIDANCE_CHANGED:g} % of the "
+                                  "clean voted labels relative to DiffPure (same level, same noise)",
+            _check_pre_guidance, scale_note=_note_clean),
     Claim("C1", "premise: L-inf PGD damages a digit's spectrum more at higher frequency: Spearman rho of radius "
                 "with the median relative amplitude damage and with the mean phase change >= 0.9 for every "
-                "epsilon", _check_c1,
+                "epsilon", _check_c1, requires=_ATK,
           scale_note=lambda c: f"{c['n_spectral']} test digits, transfer PGD {c['pgd_steps']} steps at eps "
                                f"{list(c['spectral_eps'])}, 12 integer radius bands of a 16x16 spectrum"),
     Claim("C2", "content preservation: at the same large level t*, FreqPure's clean accuracy >= DiffPure's + 5 "
-                "points (mean over seeds)", _check_c2, scale_note=_note_clean),
+                "points (mean over seeds)", _check_c2, scale_note=_note_clean,
+          requires=("pre-guidance-moves",)),
     Claim("C3", "robustness non-inferiority with the multi-round schedule: FreqPure's accuracy under the strongest "
                 "adaptive attack run (min over surrogate PGD-EOT, BPDA-EOT, full-gradient PGD-EOT) >= DiffPure's - 3 "
-                "points", _check_c3, scale_note=_note_robust),
+                "points", _check_c3, scale_note=_note_robust,
+          requires=("pre-attack-moves", "pre-guidance-moves")),
     Claim("C4a", "evaluation sanity: under transfer PGD both defences are >= 20 points more accurate than the bare "
-                 "classifier", _check_c4a, scale_note=_note_robust),
+                 "classifier", _check_c4a, scale_note=_note_robust, requires=_ATK),
     Claim("C4b", "evaluation sanity: every defence's full-gradient PGD-EOT accuracy <= its transfer-PGD accuracy + 2 "
-                 "points", _check_c4b, scale_note=_note_robust),
+                 "points", _check_c4b, scale_note=_note_robust, requires=_ATK),
     Claim("C4c", "the purifiers are differentiable: autograd matches central finite differences (relative error "
                  "< 1e-2; FreqPure with both references and projections, DiffPure)", _check_c4c,
           scale_note="2 test digits, float64 copy of the shipped DDPM, t*=30 in 3 steps, fixed noise, h=1e-5"),
 ]
-#: from the first quick run (2026-12-01, shipped DDPM 2aa68427): C1 0.881 (phase rho at eps 0.1, 64 digits), C4a
-#: 12.5 points and C4b 45.8 points (2-3 attack steps cannot reach the budget at step eps/4) FAIL there
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("C2", "C3", "C4c")
+#: issue 39: the rule's gate (python -m trustlab.experiments._gates freqpure, 2026-12-02, git 3b968bb): quick seeds
+#: 0-4 + KNOCKOUT give (pre-guidance-moves, C2, C3); C4c (the finite-difference check) passes with the guidance off,
+#: so it is no longer gated; C1 (0/5), C4a (2/5), C4b (0/5) FAIL at quick scale. Before issue 39: (C2, C3, C4c).
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-guidance-moves", "C2", "C3")
+#: FreqPure's guidance off: radius 0 empties both bands, so FreqPure is DiffPure with the same noise
+KNOCKOUT: tuple[str, ...] = ("radius=0",)
 
 
 def PLOTS(result: Result) -> dict[str, Any]:

@@ -17,14 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.iclheads import PAPER as PAPER
 from trustlab.results.result import Result
 
 TITLE = "Induction heads vs function-vector heads for in-context learning (SmolLM2-135M)"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: claims that PASS in quick mode (measured; a regression in one of them fails tests/test_reproduce.py)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("C1", "C2a", "C2b", "C3", "C4")
+#: issue 39: the rule's gate over quick seeds 0-4 + KNOCKOUT (2026-12-02, docs/papers/iclheads.md): C2b passes on
+#: 2 of 5 seeds only and C4 (Jaccard) passes with random head sets, so neither is gated now; before: (C1, C2a, C2b,
+#: C3, C4)
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-ablation-moves", "C1", "C2a", "C3")
+#: head identification off: seeded uniform random scores replace the measured induction and FV scores (the
+#: official random baseline in the method's place); the model, prompts, patches and ablations all still run
+KNOCKOUT: tuple[str, ...] = ("head_scores=random",)
 
 _FV = ("antonym", "country_capital", "english_french", "present_past", "singular_plural")
 _EVAL = ("capitalize", "first_letter", "next_item", "choose_first_of_3", "choose_last_of_3")
@@ -49,6 +54,7 @@ class Config(ExperimentConfig):
     steer_fraction: float = 0.05
     attribution: bool = True  # also compute the gradient approximation of the CIE and its Spearman agreement
     zero_ablation: bool = True
+    head_scores: str = "measured"  # "random": the KNOCKOUT (random scores select every head set)
 
     @classmethod
     def quick(cls) -> Config:
@@ -76,6 +82,9 @@ class Config(ExperimentConfig):
             validate_value("iclheads.Config", name, getattr(self, name), [Interval(int, 1, None)])
         for name in ("exclude_size", "main_fraction", "steer_fraction"):
             validate_value("iclheads.Config", name, getattr(self, name), [Interval(float, 0, 1, closed="neither")])
+        if self.head_scores not in ("measured", "random"):
+            raise ConfigError(f"The 'head_scores' field of iclheads.Config must be 'measured' or 'random'. Got "
+                              f"{self.head_scores!r} instead.")
         if not self.fv_tasks or not self.eval_tasks or self.main_fraction not in self.fractions:
             raise ConfigError("iclheads.Config needs FV and eval tasks, and main_fraction among 'fractions'. "
                               f"Got fv_tasks={self.fv_tasks}, eval_tasks={self.eval_tasks}, "
@@ -131,6 +140,8 @@ def _head_scores(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any]) 
     fv = _timed(st, "fv_exact", ih.fv_scores, model, list(cfg.fv_tasks), progress=ctx.progress, **kw)
     ctx.check_budget("FV scores")
     cie = fv.scores
+    if cfg.head_scores == "random":  # the KNOCKOUT: scores that know nothing about the heads
+        ind, cie = ih.random_scores((L, H), seed * 1000 + 901), ih.random_scores((L, H), seed * 1000 + 902)
     if cfg.attribution:
         from scipy.stats import spearmanr
 
@@ -156,14 +167,14 @@ def _head_scores(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any]) 
         top_induction=[(int(i // H), int(i % H), float(ind.ravel()[i])) for i in np.argsort(-ind.ravel())[:10]],
         top_fv=[(int(i // H), int(i % H), float(cie.ravel()[i])) for i in np.argsort(-cie.ravel())[:10]],
     )
-    st["ind"], st["fv"] = ind, fv
+    st["ind"], st["fv"], st["cie"] = ind, fv, cie
 
 
 def _head_sets(cfg: Config, res: Result, st: dict[str, Any]) -> dict[tuple[str, float, int], list[tuple[int, int]]]:
     """Top FV / induction heads per fraction, random draws, and the sets with exclusion; (4) their Jaccard."""
     from trustlab.methods import iclheads as ih
 
-    ind, cie, seed, shape = st["ind"], st["fv"].scores, st["seed"], (st["L"], st["H"])
+    ind, cie, seed, shape = st["ind"], st["cie"], st["seed"], (st["L"], st["H"])
     sets: dict[tuple[str, float, int], list[tuple[int, int]]] = {}
     for f in cfg.fractions:
         sets[("fv", f, 0)] = ih.select_heads(cie, f)
@@ -231,7 +242,7 @@ def _steering(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], set
 
     model, tok, seed, L, H = st["model"], st["tok"], st["seed"], st["L"], st["H"]
     t = time.perf_counter()
-    k_heads = sets.get(("fv", cfg.steer_fraction, 0)) or ih.select_heads(st["fv"].scores, cfg.steer_fraction)
+    k_heads = sets.get(("fv", cfg.steer_fraction, 0)) or ih.select_heads(st["cie"], cfg.steer_fraction)
     layer = L // 3
     steer = {}
     for ti, name in enumerate(ctx.progress(cfg.eval_tasks, desc="steering")):
@@ -258,6 +269,32 @@ def _steering(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], set
 
 
 # -- claims -------------------------------------------------------------------------------------------
+#: pre-registered premise thresholds (docs/papers/iclheads.md, "Premises, knockout and quick gate")
+PRE_ICL_ACC = 0.50  # 5-shot accuracy per held-out task: clear of a guess among 3 options (1/3)
+PRE_ICL_GAIN = 0.20  # ... and the demonstrations add >= 20 points over zero-shot (the model does ICL)
+PRE_ABLATION_DROP = 0.10  # ablating the top 5 % FV or induction heads costs >= 10 points (C3's own size)
+
+
+def _pre_icl(r: Result) -> CheckResult:
+    s = r.summary
+    clean, zs = s["clean_accuracy"], {k: v["none"] for k, v in s["steering"].items()}
+    low = min(clean.values())
+    gain = min(clean[k] - zs[k] for k in clean)
+    return CheckResult(low >= PRE_ICL_ACC and gain >= PRE_ICL_GAIN, round(low, 3),
+                       f">= {PRE_ICL_ACC} and >= zero-shot + {PRE_ICL_GAIN}", unit="5-shot accuracy (worst task)",
+                       baseline=f"smallest gain over zero-shot {100 * gain:+.0f} points",
+                       detail=", ".join(f"{k}: 5-shot {clean[k]:.2f}, zero-shot {zs[k]:.2f}" for k in clean))
+
+
+def _pre_ablation(r: Result) -> CheckResult:
+    d, mf = r.summary["drop"], r.config["main_fraction"]
+    fv, ih = d[f"fv@{mf}"], d[f"induction@{mf}"]
+    return CheckResult(max(fv, ih) >= PRE_ABLATION_DROP, round(100 * max(fv, ih), 1), f">= {100 * PRE_ABLATION_DROP:g}",
+                       unit="points (larger of the FV-head and induction-head drops)",
+                       detail=f"FV heads {100 * fv:.1f}, induction heads {100 * ih:.1f}, random "
+                              f"{100 * d[f'random@{mf}']:.1f} points")
+
+
 def _c1(r: Result) -> CheckResult:
     s = r.summary
     ratio = s["induction_top5_mean"] / max(s["induction_median"], 1e-12)
@@ -310,6 +347,13 @@ def _tasks_note(c: dict[str, Any]) -> str:
 
 
 CLAIMS = [
+    Premise("pre-icl", f"the model does the held-out tasks in context: 5-shot accuracy >= {PRE_ICL_ACC} on every "
+            f"held-out task and >= its zero-shot accuracy + {PRE_ICL_GAIN}", _pre_icl,
+            scale_note=lambda c: f"{len(c['eval_tasks'])} held-out tasks x {c['n_eval']} {c['n_shots']}-shot prompts"),
+    Premise("pre-ablation-moves", f"mean-ablating the top {100 * 0.05:g} % FV or induction heads lowers mean 5-shot "
+            f"accuracy by >= {100 * PRE_ABLATION_DROP:g} points (the larger of the two)", _pre_ablation,
+            scale_note=lambda c: f"{len(c['eval_tasks'])} held-out tasks x {c['n_eval']} prompts, main fraction "
+                                 f"{c['main_fraction']}"),
     Claim("C1", ">= 3 heads with classic induction score >= 0.4 and top-5 mean >= 10x the median head", _c1,
           scale_note=lambda c: f"{c['n_induction_seqs']} random sequences of {c['seq_len']} tokens, repeated "
           "(official: 1000)"),
@@ -319,11 +363,12 @@ CLAIMS = [
           "held-out tasks by >= 15 points more than a random-head vector", _c2b,
           scale_note=lambda c: f"{len(c['eval_tasks'])} held-out tasks ({', '.join(c['eval_tasks'])}), 40 % of each "
           f"task's pairs as zero-shot test queries; task vectors from {c['n_mean']} {c['n_shots']}-shot prompts; "
-          f"{c['n_random']} random-head draws"),
+          f"{c['n_random']} random-head draws", requires=("pre-icl",)),
     Claim("C3", "Mean-ablating the top 5 % FV heads lowers 5-shot held-out accuracy by >= 10 points more than "
           "ablating 5 % random heads", _c3,
           scale_note=lambda c: f"{len(c['eval_tasks'])} held-out tasks x {c['n_eval']} {c['n_shots']}-shot prompts, "
-          f"{c['n_random']} random draws; first-token accuracy, last-position mean ablation as in the official code"),
+          f"{c['n_random']} random draws; first-token accuracy, last-position mean ablation as in the official code",
+          requires=("pre-icl", "pre-ablation-moves")),
     Claim("C4", "Induction and FV heads are distinct: Jaccard(top-5 % induction, top-5 % FV) <= 0.5", _c4),
     Claim("C5", "Key contrast with exclusion (report only): drop(FV minus top-2 % induction) - drop(induction "
           "minus top-2 % FV) at 5 %", _c5,

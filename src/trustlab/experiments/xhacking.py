@@ -18,16 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.xhacking import PAPER as PAPER
 from trustlab.results.result import Result
 
 TITLE = "X-hacking: AutoML that manipulates SHAP, and the X-hacking audit"
 EXTRAS: tuple[str, ...] = ("xai",)
-#: claims expected to PASS in quick mode (checked by tests/test_reproduce.py); decided by running quick mode.
-#: C5 is not listed: it FAILs in quick mode (t1's ratio 1.0: 1 of 33 trials defensible at n = 1000 with 6 + 6
-#: trials; measured 2026-12-01 on this code and by its author's own quick run), so quick is a smoke run for it.
-QUICK_EXPECTED_PASS = ("C1b", "C3", "C4")
+#: issue 39: the rule's gate over quick seeds 0-4 + KNOCKOUT (2026-12-02, docs/papers/xhacking.md) is
+#: (pre-search-room-bc, C1b, C5). C5 is dropped: it FAILs on quick seed 0 itself, the run tests/test_reproduce.py
+#: makes (t1's ratio 1.0: 1 of 33 trials defensible). C4 passes under the knockout and C3 is VOID on seeds 1-4
+#: (no defensible synthetic trial), so neither is gated. Before issue 39: (C1b, C3, C4).
+QUICK_EXPECTED_PASS = ("pre-search-room-bc", "C1b")
+#: the hacking search switched off: one trial per directed search (and none for the default audit's), so no
+#: search can move away from the first configuration it draws; the reference, SHAP and the audit still run
+KNOCKOUT: tuple[str, ...] = ("hack_budget=1", "vuln_budget=1", "control_budget=1", "default_audit_budget=0")
 
 
 @dataclass(frozen=True)
@@ -140,11 +144,12 @@ def _attack_top_features(cfg: Config, ctx: RunContext, res: Result, settings: An
         X, y, fn = _load(name)
         c = contexts[name] = SearchContext(X, y, settings, feature_names=fn, owner="xhacking")
         top = int(np.argmax(c.reference["share"]))
-        ratios = []
+        ratios, n_def = [], []
         for seed in cfg.vuln_seeds:
             r = xhack(None, None, top, eps=cfg.eps, kappa=cfg.kappa, budget=cfg.hack_budget, context=c,
                       n_startup_trials=cfg.startup, random_state=seed)
             ratios.append(r.min_share / c.reference["share"][top])  # the reference counts: ratio <= 1
+            n_def.append(int(sum(bool(t.get("defensible")) for t in r.trials)))
             res.add(method="tpe", dataset=name, seed=seed, metric="top_share_ratio", value=ratios[-1],
                     feature=c.names[top], reference_share=c.reference["share"][top],
                     reference_score=c.reference["score"], trials_to_success=r.trials_to_success)
@@ -152,6 +157,9 @@ def _attack_top_features(cfg: Config, ctx: RunContext, res: Result, settings: An
         res.summary[f"{name}_top_share_ratio_first_seed"] = float(ratios[0])
         res.summary[f"{name}_top_share_ratio_best"] = float(np.min(ratios))
         res.summary[f"{name}_top_share_ratios"] = [float(v) for v in ratios]
+        res.summary[f"{name}_defensible_first_seed"] = n_def[0]
+        res.summary[f"{name}_reference_score"] = float(c.reference["score"])
+        res.summary[f"{name}_majority"] = float(np.max(np.bincount(np.asarray(y, dtype=int))) / len(y))
         ctx.check_budget(f"attack {name}")
     return contexts
 
@@ -206,6 +214,8 @@ def _vulnerability(cfg: Config, ctx: RunContext, res: Result, synth: dict[str, A
     res.summary["synthetic_spearman_targets_only"] = float(spearmanr([r2[k] for k in tg], [drop[k] for k in tg])
                                                            .statistic) if np.ptp([drop[k] for k in tg]) > 0 else float("nan")
     res.summary["synthetic_reference_score"] = sctx.reference["score"]
+    ys = np.asarray(synth["y"], dtype=int)
+    res.summary["synthetic_majority"] = float(np.max(np.bincount(ys)) / len(ys))
     res.summary["synthetic_vuln_defensible_trials"] = int(sum(np.sum(vul[f].n_defensible) for f in informative))
     res.summary["synthetic_vuln_trials"] = cfg.vuln_budget * len(cfg.vuln_seeds) * len(informative)
     ctx.check_budget("synthetic directed minimisation")
@@ -301,6 +311,36 @@ def _speed(cfg: Config, ctx: RunContext, res: Result, c: Any) -> None:
 
 
 # -- claims --------------------------------------------------------------------------------------------------
+#: pre-registered premise thresholds (docs/papers/xhacking.md, "Premises, knockout and quick gate")
+PRE_OVER_MAJORITY = 0.10  # each reference pipeline beats majority-class accuracy by >= 10 points
+PRE_BC_DEFENSIBLE = 2  # the breast_cancer search found >= 2 defensible pipelines to choose among
+PRE_SYNTH_DEFENSIBLE = 0.10  # >= 10 % of the synthetic directed-search trials are defensible
+
+
+def _pre_learned(r: Result) -> CheckResult:
+    s = r.summary
+    gaps = {d: s[f"{d}_reference_score"] - s[f"{d}_majority"] for d in ("breast_cancer", "synthetic")}
+    low = min(gaps.values())
+    return CheckResult(low >= PRE_OVER_MAJORITY, round(low, 4), f">= {PRE_OVER_MAJORITY}",
+                       unit="reference held-out accuracy minus majority-class rate (worst data set)",
+                       detail=", ".join(f"{d}: reference {s[f'{d}_reference_score']:.3f}, majority "
+                                        f"{s[f'{d}_majority']:.3f}" for d in gaps))
+
+
+def _pre_room_bc(r: Result) -> CheckResult:
+    bc = r.summary["breast_cancer_defensible_first_seed"]
+    return CheckResult(bc >= PRE_BC_DEFENSIBLE, bc, f">= {PRE_BC_DEFENSIBLE}",
+                       unit=f"defensible trials of the first breast_cancer search (of {r.config['hack_budget']})")
+
+
+def _pre_room_synth(r: Result) -> CheckResult:
+    s = r.summary
+    frac = s["synthetic_vuln_defensible_trials"] / max(s["synthetic_vuln_trials"], 1)
+    return CheckResult(frac >= PRE_SYNTH_DEFENSIBLE, round(frac, 4), f">= {PRE_SYNTH_DEFENSIBLE}",
+                       unit="defensible share of the synthetic directed-search trials",
+                       detail=f"{s['synthetic_vuln_defensible_trials']} of {s['synthetic_vuln_trials']}")
+
+
 def _c1a(r: Result) -> CheckResult:
     v = r.summary["synthetic_spearman"]
     return CheckResult(bool(v is not None and np.isfinite(v) and v >= 0.6), v, ">= 0.6", unit="Spearman rho",
@@ -361,25 +401,38 @@ def _note_c1a(c: dict[str, Any]) -> str:
             "and tie up to noise")
 
 
+_BC = ("pre-learned", "pre-search-room-bc")  # claims on breast_cancer
+_SYN = ("pre-learned", "pre-search-room-synth")  # claims on the synthetic data
+
 CLAIMS = [
+    Premise("pre-learned", f"the reference pipelines learned: held-out accuracy >= majority-class rate + "
+            f"{PRE_OVER_MAJORITY} on breast_cancer and on the synthetic data", _pre_learned,
+            scale_note="reference = 100-tree RF (breast_cancer), L2-LR (synthetic); majority rate over all rows"),
+    Premise("pre-search-room-bc", f"the breast_cancer hacking search had room to move: >= {PRE_BC_DEFENSIBLE} trials "
+            "of the first search are defensible (within eps of the reference)", _pre_room_bc,
+            scale_note=lambda c: f"{c['hack_budget']} TPE trials, seed {c['vuln_seeds'][0]}"),
+    Premise("pre-search-room-synth", f"the synthetic hacking searches had room to move: >= "
+            f"{100 * PRE_SYNTH_DEFENSIBLE:g} % of the directed-search trials are defensible", _pre_room_synth,
+            scale_note=lambda c: f"{c['vuln_budget']} trials x {len(c['vuln_seeds'])} seed(s) per informative feature"),
     Claim("C1a", "Redundancy predicts vulnerability: Spearman(R^2_f, achievable SHAP-share drop within eps=0.01) "
-          ">= 0.6 over the informative synthetic features", _c1a, scale_note=_note_c1a),
+          ">= 0.6 over the informative synthetic features", _c1a, scale_note=_note_c1a, requires=_SYN),
     Claim("C1b", "breast_cancer's top-SHAP feature can be pushed to <= 25% of its reference share within eps=0.01 "
           "(the single pre-declared TPE search)", _c1b,
           scale_note=lambda c: f"one TPE search of {c['hack_budget']} trials, seed {c['vuln_seeds'][0]}; standard "
-          "space, held-out accuracy, reference = 100-tree RF"),
+          "space, held-out accuracy, reference = 100-tree RF", requires=_BC),
     Claim("C1b-best", "As C1b, measured as the best of one TPE search per seed in vuln_seeds (added after the first "
           "default C1b FAIL; secondary)", _c1b_best, secondary=True,
           scale_note=lambda c: f"{len(c['vuln_seeds'])} TPE search(es) x {c['hack_budget']} trials, seeds "
-          f"{tuple(c['vuln_seeds'])}; see docs/papers/xhacking.md for the history"),
+          f"{tuple(c['vuln_seeds'])}; see docs/papers/xhacking.md for the history", requires=_BC),
     Claim("C2", "TPE beats random: median trials-to-first-success ratio (random / TPE) >= 1.5 for >= 1 "
           "susceptible feature (eps=0.005, kappa=0.2; ratio with 95% bootstrap CI)", _c2, modes=("default", "paper"),
           scale_note=lambda c: f"{len(c['seeds'])} seeds x 2 samplers x {c['speed_budget']} trials; not run in quick "
-          "mode. Censored runs count at the budget; small budgets are noisy (the paper reports ~3x)"),
+          "mode. Censored runs count at the budget; small budgets are noisy (the paper reports ~3x)", requires=_BC,
+          paper_value=3.0),
     Claim("C3", "No false alarm: the independent control feature (rho=0) is not pushed to <= 25% of its share "
           "within eps in >= 4 of 5 seeds (>= 80% of the seeds), for TPE and for random sampling", _c3,
           scale_note=lambda c: f"{c['control_budget']} trials per seed and sampler, {len(c['seeds'])} seeds, stopping "
-          "at the first success"),
+          "at the first success", requires=_SYN),
     Claim("C4", "Audit soundness: every interval endpoint is a logged defensible trial that recomputes from its "
           "stored configuration to within 1e-6", _c4,
           scale_note=lambda c: f"exploration audit of {c['audit_explore']} random trials in the standard space"),
