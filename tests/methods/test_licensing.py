@@ -69,6 +69,12 @@ def test_p1_largest_remainder_sums_exactly_and_is_within_one_unit(ws, total):
     assert all(abs(Fraction(int(p)) - Fraction(total) * Fraction(float(x)) / s) < 1 for p, x in zip(pay, w))
 
 
+def test_largest_remainder_refuses_amounts_beyond_int64():
+    # quick seed 4 of the experiment: negative weights that nearly cancel gave quotas beyond int64 (OverflowError)
+    with pytest.raises(InputError, match="int64"):
+        largest_remainder(np.array([1.0, -1.0 + 1e-15]), 10**12)
+
+
 def test_p1_ties_broken_by_owner_id():
     assert largest_remainder(np.ones(3), 100, ["b", "a", "c"]).tolist() == [33, 34, 33]
     assert largest_remainder(np.ones(3), 2, ["10", "9", "2"]).tolist() == [0, 1, 1]  # numeric order 2 < 9 < 10

@@ -23,14 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.amun import PAPER as PAPER
 from trustlab.results.result import Result
 
 TITLE = "AMUN: unlearning with adversarial examples, evaluated by online RMIA"
 EXTRAS: tuple[str, ...] = ("torch",)
-#: claims expected to PASS in quick mode, from quick runs on four seed sets (see docs/papers/amun.md)
-QUICK_EXPECTED_PASS = ("B1",)
+#: the quick gate's rule (python -m trustlab.experiments._gates amun: >= 4 of 5 quick seeds, not PASS under KNOCKOUT)
+QUICK_EXPECTED_PASS = ("pre-learned", "pre-retrain-differs", "B1")
+#: the mechanism off: the original model is left at its random initialisation (nothing learned, nothing to unlearn)
+KNOCKOUT: tuple[str, ...] = ("train_original=false",)
 
 #: method family -> (class name, fixed kwargs)
 FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -63,6 +65,7 @@ class Config(ExperimentConfig):
     epochs_grid: tuple[int, ...] = (5, 10, 20)
     auc_balanced: bool = False   # AUC on all test points (lower variance) instead of balanced subsamples
     gamma: float = 2.0
+    train_original: bool = True  # False (the KNOCKOUT): the original model stays at its random initialisation
 
     @classmethod
     def quick(cls) -> Config:
@@ -203,7 +206,8 @@ def _original(cfg: Config, env: _Env, seed: int) -> tuple[Any, Any, np.random.Ge
     with isolated_global_rng(seed):
         model = env.make_model()
     t = time.perf_counter()
-    A.sgd_train(model, env.X[tr], env.y[tr], env.train_spec, seed=seed)
+    if cfg.train_original:
+        A.sgd_train(model, env.X[tr], env.y[tr], env.train_spec, seed=seed)
     env.timed("train", t)
     return model, data, rng
 
@@ -304,6 +308,25 @@ def run(cfg: Config, ctx: RunContext) -> Result:
 
 
 # ------------------------------------------------------------------------------------------------ claims
+#: pre-registered premise thresholds (docs/papers/amun.md, "Premises, knockout and quick gate")
+PRE_TA, PRE_UA, PRE_UA_GAP = 50.0, 95.0, 5.0
+
+
+def _check_pre_learned(r: Result) -> CheckResult:
+    o = r.summary["mean_metrics"]["Original"]
+    return CheckResult(o["TA"] >= PRE_TA and o["UA"] >= PRE_UA, f"TA {o['TA']:.1f}, forget acc {o['UA']:.1f}",
+                       f"TA >= {PRE_TA:g}, forget acc >= {PRE_UA:g}", baseline="chance 10", unit="%",
+                       detail="the original model's test and forget-set accuracy, mean over runs")
+
+
+def _check_pre_retrain(r: Result) -> CheckResult:
+    m = r.summary["mean_metrics"]
+    d = m["Original"]["UA"] - m["Retrain"]["UA"]
+    return CheckResult(d >= PRE_UA_GAP, d, f">= {PRE_UA_GAP:g}", unit="points",
+                       baseline=f"original {m['Original']['UA']:.1f}, retrain {m['Retrain']['UA']:.1f}",
+                       detail="forget-set accuracy of the original minus that of the retrained model, mean over runs")
+
+
 def _check_b1(r: Result) -> CheckResult:
     o, t = r.summary["orig_auc"], r.summary["retrain_auc"]
     return CheckResult(o >= 60 and abs(t - 50) <= 6, f"original {o:.1f}, retrain {t:.1f}",
@@ -359,18 +382,28 @@ def _b1_note(cfg: dict[str, Any]) -> str:
             f"{len(cfg['seeds'])} seed(s), {cfg['n_refs']} reference models")
 
 
+#: the paper's Table 1 (ResNet-18, CIFAR-10, forget 10 %, with D_R): AMUN's Avg Gap
+PAPER_B2_GAP = 0.62
+_PRE = ("pre-learned", "pre-retrain-differs")
 CLAIMS = [
+    Premise("pre-learned", f"The original model learned the task and memorised the forget set: test accuracy >= "
+            f"{PRE_TA:g} % (chance 10 %) and forget-set accuracy >= {PRE_UA:g} % (mean over runs)", _check_pre_learned),
+    Premise("pre-retrain-differs", f"The retrained reference differs from the original on the forget set: its "
+            f"forget-set accuracy is >= {PRE_UA_GAP:g} points below the original's (mean over runs)",
+            _check_pre_retrain),
     Claim("B1", "Evaluator sanity: the original model's RMIA forget-vs-test AUC >= 60 and the retrained model's "
-          "within 50 +- 6 (mean over seeds x forget sizes)", _check_b1, scale_note=_b1_note),
+          "within 50 +- 6 (mean over seeds x forget sizes)", _check_b1, scale_note=_b1_note, requires=_PRE),
     Claim("B2", "The AMUN variant chosen on the tuning split has a lower mean Avg Gap (UA, RA, TA, RMIA AUC; "
           "the mean over seeds x forget sizes of each run's gap to Retrain) than FT, GA and RL, and lower than "
-          "SalUn by >= 0.5", _check_b2, scale_note=_scale),
+          "SalUn by >= 0.5", _check_b2, scale_note=_scale, requires=_PRE,
+          paper_value=PAPER_B2_GAP),
     Claim("B2b", "B2 with the paper's Table-1 Avg Gap (on seed-averaged metrics per forget size, averaged over the "
-          "sizes), adopted after the first default run", _check_b2b, secondary=True, scale_note=_scale),
+          "sizes), adopted after the first default run", _check_b2b, secondary=True, scale_note=_scale, requires=_PRE,
+          paper_value=PAPER_B2_GAP),
     Claim("B3", "|AUC(AMUN) - AUC(retrain)| <= 5 (per run, mean over runs) and AMUN's test-accuracy drop vs the "
-          "original <= 3 points (mean over runs)", _check_b3, scale_note=_scale),
+          "original <= 3 points (mean over runs)", _check_b3, scale_note=_scale, requires=_PRE),
     Claim("B3b", "B3 with the |AUC gap| of seed-averaged AUCs per forget size (the paper's convention), adopted "
-          "after the first default run", _check_b3b, secondary=True, scale_note=_scale),
+          "after the first default run", _check_b3b, secondary=True, scale_note=_scale, requires=_PRE),
 ]
 
 

@@ -17,15 +17,20 @@ from typing import Any
 import numpy as np
 
 from trustlab.experiments._licensing_data import _flip, make_demo
-from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, RunContext
+from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.licensing import PAPER as PAPER
 from trustlab.results.result import Result
 
 TITLE = "Collective licensing: a contributor compensation report by data valuation"
 EXTRAS: tuple[str, ...] = ()
 
-#: claims expected to PASS in quick mode (decided by running quick mode; see docs/papers/licensing.md)
-QUICK_EXPECTED_PASS = ("P1", "P2a", "P2b", "P2c", "P2d", "P3", "P4", "P5a", "P5b", "P6a", "P6b", "P7")
+#: the quick gate's rule (python -m trustlab.experiments._gates licensing: >= 4 of 5 quick seeds, not PASS under
+#: KNOCKOUT): P1-P4, P5a and P7 hold for any utility, so they pass under the knockout and the rule leaves them out;
+#: P2d is secondary (never gated)
+QUICK_EXPECTED_PASS = ("pre-learned", "P5b", "P6a", "P6b")
+#: the mechanism off: the validation labels are shuffled, so the utility the values are computed from carries no
+#: information about the training points (the model's validation accuracy falls to chance)
+KNOCKOUT: tuple[str, ...] = ("shuffle_val_labels=true",)
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class Config(ExperimentConfig):
     near_tol: float = 0.01                            # in pixel units of digits scaled to [0, 1] (grid 1/16)
     singleton_subsets: int = 5                        # P2a: 12-point subsets checked against the exact game
     logreg_game: bool = True                          # P2b also with the logistic-accuracy utility
+    shuffle_val_labels: bool = False                  # True (the KNOCKOUT): validation labels permuted at random
 
     @classmethod
     def quick(cls) -> Config:
@@ -84,9 +90,10 @@ def _money(cfg: Config, rng: np.random.Generator) -> dict[str, Any]:
     """P1: random weights (negatives, exact ties, zeros), pools and currencies through the public money API."""
     from fractions import Fraction
 
+    from trustlab.core.exceptions import InputError
     from trustlab.methods.licensing import largest_remainder, minor_unit_of, to_minor_units
 
-    mismatches, worst_gap = 0, Fraction(0)
+    mismatches, worst_gap, beyond = 0, Fraction(0), 0
     for _ in range(cfg.money_trials):
         n = int(rng.integers(1, 30))
         w = np.round(rng.normal(size=n), int(rng.integers(1, 6)))
@@ -101,12 +108,17 @@ def _money(cfg: Config, rng: np.random.Generator) -> dict[str, Any]:
             total, _ = to_minor_units(pool, e)
         except ValueError:  # less than one minor unit
             continue
-        pay = largest_remainder(w, total, [f"o{i}" for i in range(n)])
+        try:
+            pay = largest_remainder(w, total, [f"o{i}" for i in range(n)])
+        except InputError:  # negative weights nearly cancel: amounts beyond int64, refused with a clear error
+            beyond += 1
+            continue
         mismatches += int(pay.sum() != total)
         s = sum(Fraction(float(x)) for x in w)
         worst_gap = max(worst_gap, max(abs(Fraction(int(p)) - Fraction(total) * Fraction(float(x)) / s)
                                        for p, x in zip(pay, w)))
-    return {"money_trials": cfg.money_trials, "money_mismatches": mismatches, "money_max_quota_gap": float(worst_gap)}
+    return {"money_trials": cfg.money_trials, "money_mismatches": mismatches, "money_max_quota_gap": float(worst_gap),
+            "money_beyond_int64": beyond}
 
 
 def run(cfg: Config, ctx: RunContext) -> Result:
@@ -117,6 +129,9 @@ def run(cfg: Config, ctx: RunContext) -> Result:
     res = Result("licensing", "", {})
     seed = cfg.seeds[0]
     d = make_demo(cfg, seed)
+    if cfg.shuffle_val_labels:
+        d["y_val"] = np.random.default_rng([seed, 9]).permutation(d["y_val"])
+    _premise_stats(cfg, d, res)
     common = {"pool": cfg.pool, "currency": cfg.currency, "k": cfg.k, "random_state": seed}
     args = (d["X_demo"], d["y_demo"], d["owner_demo"], d["X_val"], d["y_val"])
 
@@ -132,6 +147,7 @@ def run(cfg: Config, ctx: RunContext) -> Result:
 
     res.summary.update(_money(cfg, np.random.default_rng([seed, 1])))
     res.summary["demo_payout_sum"] = int(sum(o.payout_minor for o in demo.owners))
+    res.summary["demo_share_range_pp"] = 100 * float(max(o.share for o in demo.owners) - min(o.share for o in demo.owners))
     res.summary["demo_pool_minor"] = demo.pool_minor
 
     _efficiency(cfg, d, res, common)
@@ -178,6 +194,15 @@ def run(cfg: Config, ctx: RunContext) -> Result:
                                 utility="loglik", n_samples=50).to_json()
     res.summary["json_differs_with_seed"] = other != b
     return res
+
+
+def _premise_stats(cfg: Config, d: dict[str, Any], res: Result) -> None:
+    """The premise's numbers: the k-NN model's validation accuracy on all owners' data and the majority class's."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    knn = KNeighborsClassifier(n_neighbors=cfg.k).fit(d["X"], d["y"])
+    res.summary["knn_val_acc"] = 100 * float((knn.predict(d["X_val"]) == d["y_val"]).mean())
+    res.summary["majority_val_acc"] = 100 * float(np.bincount(d["y_val"]).max() / len(d["y_val"]))
 
 
 def _efficiency(cfg: Config, d: dict[str, Any], res: Result, common: dict[str, Any]) -> None:
@@ -329,13 +354,33 @@ def _cleanlab_auroc(X: np.ndarray, y: np.ndarray, is_flip: np.ndarray, k: int) -
 
 
 # -- claims -------------------------------------------------------------------------------------------------
+#: pre-registered premise thresholds (docs/papers/licensing.md, "Premises, knockout and quick gate"): k-NN on digits
+#: is far above the majority class (~11 %), so 30 points separates a model that learned from one at chance; a
+#: share range of 2 pp is a fifth of an equal share (10 %) with 10 owners
+PRE_LEARNED, PRE_RANGE = 30.0, 2.0
+
+
+def _pre_learned(r: Result) -> CheckResult:
+    s = r.summary
+    gain = s["knn_val_acc"] - s["majority_val_acc"]
+    return CheckResult(gain >= PRE_LEARNED, gain, f">= {PRE_LEARNED:g}", unit="points",
+                       baseline=f"majority class {s['majority_val_acc']:.1f} %",
+                       detail=f"k-NN (k={r.config.get('k')}) validation accuracy {s['knn_val_acc']:.1f} %")
+
+
+def _pre_values_vary(r: Result) -> CheckResult:
+    v = r.summary["demo_share_range_pp"]
+    return CheckResult(v >= PRE_RANGE, v, f">= {PRE_RANGE:g}", unit="pp", detail="max - min final share in the demo")
+
+
 def _p1(r: Result) -> CheckResult:
     s = r.summary
     ok = s["money_mismatches"] == 0 and s["demo_payout_sum"] == s["demo_pool_minor"] and s["money_max_quota_gap"] < 1
     return CheckResult(ok, f"{s['money_mismatches']} mismatches in {s['money_trials']} random splits; demo "
                        f"{s['demo_payout_sum']} of {s['demo_pool_minor']} cents; max |payout - quota| "
                        f"{s['money_max_quota_gap']:.3f}", "0 mismatches, every payout within 1 unit of its quota",
-                       unit="minor units")
+                       unit="minor units", detail=f"{s.get('money_beyond_int64', 0)} random split(s) refused: negative "
+                       "weights nearly cancel and the amounts exceed int64 (largest_remainder raises InputError)")
 
 
 def _p2a(r: Result) -> CheckResult:
@@ -422,6 +467,10 @@ def _note(cfg: dict[str, Any]) -> str:
 
 
 CLAIMS = [
+    Premise("pre-learned", f"The valuation's model learned: k-NN on all owners' points beats the majority class on the "
+            f"validation set by >= {PRE_LEARNED:g} points", _pre_learned),
+    Premise("pre-values-vary", f"The payouts are not constant: the demo's largest and smallest final shares differ by "
+            f">= {PRE_RANGE:g} pp", _pre_values_vary),
     Claim("P1", "Money efficiency: payouts are integers of minor units summing exactly to the pool (random splits "
           "with negatives, ties and three currencies, and the demo), each within one unit of its quota", _p1,
           scale_note=lambda c: f"{c['money_trials']} random splits; " + _note(c)),
@@ -446,12 +495,14 @@ CLAIMS = [
           _p5a, scale_note=lambda c: f"{c['n_dup_inject']} exact + {c['n_dup_inject']} near copies, tol "
           f"{c['near_tol']}; " + _note(c)),
     Claim("P5b", "With dedup, duplicating one's own data (exactly or within tol) or re-submitting another's changes "
-          "one's share by <= 0.5 pp", _p5b, scale_note=_note),
+          "one's share by <= 0.5 pp", _p5b, scale_note=_note, requires=("pre-learned", "pre-values-vary")),
     Claim("P6a", "Noisy labels: with 10 % flipped labels the AUROC of -phi (KNN-Shapley) is >= 0.95", _p6a,
+          requires=("pre-learned",),
           scale_note=lambda c: f"{c['noise_rate']} of {c['n_owners'] * c['points_per_owner']} training labels "
           "flipped at random"),
     Claim("P6b", "Owners' shares decrease with their flip rate: Spearman(flip rate, share) <= -0.8 across the demo's "
-          "owners", _p6b, scale_note=lambda c: _note(c) + "; the tied zero rates cap |rho| near 0.81"),
+          "owners", _p6b, requires=("pre-learned", "pre-values-vary"),
+          scale_note=lambda c: _note(c) + "; the tied zero rates cap |rho| near 0.81"),
     Claim("P7", "Determinism: the same seed and inputs give a byte-identical JSON report", _p7, scale_note=_note),
 ]
 

@@ -128,4 +128,8 @@ def largest_remainder(weights: Any, total: int, owner_ids: Any = None) -> np.nda
     rank = _order_key(ids)
     for i in sorted(range(len(w)), key=lambda i: (-(quota[i] - base[i]), rank[i]))[:left]:
         base[i] += 1
+    big = max(abs(b) for b in base)
+    if big > np.iinfo(np.int64).max:
+        raise InputError(f"The 'weights' argument of largest_remainder gives an amount of {big} minor units, beyond "
+                         f"the int64 range: negative weights nearly cancel (sum {float(s)!r}). Got {len(w)} weights.")
     return np.array(base, dtype=np.int64)

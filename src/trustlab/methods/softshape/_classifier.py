@@ -200,6 +200,24 @@ class SoftShapeClassifier(TorchSeriesClassifier):
         with torch.no_grad(), isolated_global_rng(None), preserve_torch_threads():
             return self.network_(torch.from_numpy(Xp.astype(np.float32)), warm=False)[2]
 
+    def sparsification_effect(self, X: Any) -> dict[str, float]:
+        """How much the fitted model's sparsification changes its output on ``X``: the logits with the trained
+        keep ratios against the same network with every token kept (keep ratio 1, as in warm-up).
+        ``rel_logit_change`` = ||l_sparse - l_full|| / ||l_full|| (Frobenius, over all cases), and
+        ``pred_changed`` = the fraction of cases whose predicted class differs. Both are 0 for
+        ``sparsify="none"``."""
+        import torch
+
+        from trustlab.core.seeding import isolated_global_rng
+        from trustlab.core.threads import preserve_torch_threads
+        from trustlab.methods.softshape._train import predict_logits
+
+        Xp = torch.from_numpy(self.preprocess(X).astype(np.float32))
+        with isolated_global_rng(None), preserve_torch_threads():
+            sparse, full = (predict_logits(self.network_, Xp, warm=w).double().numpy() for w in (False, True))
+        return {"rel_logit_change": float(np.linalg.norm(sparse - full) / max(np.linalg.norm(full), 1e-12)),
+                "pred_changed": float(np.mean(sparse.argmax(1) != full.argmax(1)))}
+
     def token_scores(self, X: Any) -> np.ndarray:
         """(n_cases, N) effective weight of every original shape token (N = M, or C x M channel-major with
         ``channels="independent"``): the product of the scores it received through the layers, times the
