@@ -42,6 +42,8 @@ class GateTable:
     knockout: dict[str, str] = field(default_factory=dict)  # id -> status under KNOCKOUT
     eligible: tuple[str, ...] = ()  # primary claims and premises
     errors: list[str] = field(default_factory=list)
+    #: fingerprints of each seed's records: five equal ones mean the seed shift does not reach the run
+    fingerprints: list[str] = field(default_factory=list)
 
     def passes(self, cid: str) -> int:
         return sum(s == "PASS" for s in self.statuses.get(cid, []))
@@ -61,8 +63,17 @@ class GateTable:
             out.append(f"  {cid:<24} {self.passes(cid)}/{len(sts)} {' '.join(sts):<30} knockout "
                        f"{self.knockout.get(cid, '-')}{mark}")
         out += [f"  error: {e}" for e in self.errors]
+        distinct = len(set(self.fingerprints))
+        out.append(f"  distinct runs over the seeds: {distinct}/{len(self.fingerprints)}"
+                   + ("  (the seed shift does not reach the run: one measurement repeated)" if distinct == 1 else ""))
         out.append(f"  rule's gate: {self.gate()}")
         return out
+
+
+def _fingerprint(res: Result) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps([res.records, res.summary], sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _run(exp_id: str, overrides: tuple[str, ...], knockout: bool, threads: int | None) -> Result:
@@ -78,6 +89,7 @@ def gate_table(exp_id: str, *, n_seeds: int = N_SEEDS, threads: int | None = 1, 
         res = _run(exp_id, seed_override(exp_id, k), False, threads)
         if res.error is not None:
             table.errors.append(f"seed {k}: {res.error.get('type')}: {res.error.get('message')}")
+        table.fingerprints.append(_fingerprint(res))
         got = {c.id: c.status for c in res.claims}
         for c in exp.claims:
             table.statuses.setdefault(c.id, []).append(got.get(c.id, "ERROR"))
@@ -101,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         t = gate_table(exp_id, n_seeds=args.seeds, threads=args.threads)
         print("\n".join(t.lines()), flush=True)
         tables.append({"id": exp_id, "statuses": t.statuses, "knockout": t.knockout, "gate": list(t.gate()),
+                       "distinct_runs": len(set(t.fingerprints)),
                        "declared": list(get_experiment(exp_id).quick_expected_pass or ()), "errors": t.errors})
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

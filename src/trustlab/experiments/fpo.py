@@ -31,6 +31,9 @@ EXTRAS: tuple[str, ...] = ("llm",)
 #: the quick gate's rule (python -m trustlab.experiments._gates fpo; docs/papers/fpo.md) gives no id: both
 #: premises FAIL on every quick seed (the feature term is ~0.1 % of the gradient), so C4 and C5 are VOID there
 QUICK_EXPECTED_PASS: tuple[str, ...] = ()
+#: why the gate is empty (tests/test_gates.py allows an empty gate only with this; the setting is issue 47's)
+VOID_SETTING = ("the quick and default settings are void for FPO's mechanism: the SAE feature term is ~0.1 % of the "
+                "loss gradient, so FPO equals length-normalised DPO (issue 47 changes the setting)")
 #: the mechanism off: no feature term (alpha = 0), so "FPO" is length-normalised DPO on the same offline caches
 KNOCKOUT: tuple[str, ...] = ("alpha=0.0",)
 
