@@ -17,6 +17,13 @@ from typing import Any
 import numpy as np
 
 from trustlab.experiments._licensing_data import _flip, make_demo
+from trustlab.experiments._licensing_premises import (
+    PRE_LEARNED,
+    PRE_RANGE,
+    _pre_learned,
+    _pre_values_vary,
+    _premise_stats,
+)
 from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.licensing import PAPER as PAPER
 from trustlab.results.result import Result
@@ -196,15 +203,6 @@ def run(cfg: Config, ctx: RunContext) -> Result:
     return res
 
 
-def _premise_stats(cfg: Config, d: dict[str, Any], res: Result) -> None:
-    """The premise's numbers: the k-NN model's validation accuracy on all owners' data and the majority class's."""
-    from sklearn.neighbors import KNeighborsClassifier
-
-    knn = KNeighborsClassifier(n_neighbors=cfg.k).fit(d["X"], d["y"])
-    res.summary["knn_val_acc"] = 100 * float((knn.predict(d["X_val"]) == d["y_val"]).mean())
-    res.summary["majority_val_acc"] = 100 * float(np.bincount(d["y_val"]).max() / len(d["y_val"]))
-
-
 def _efficiency(cfg: Config, d: dict[str, Any], res: Result, common: dict[str, Any]) -> None:
     """P2: exact methods to 1e-9; KNN-Shapley against the exact singleton game; TMC against exact."""
     from trustlab.methods.licensing import (
@@ -354,25 +352,6 @@ def _cleanlab_auroc(X: np.ndarray, y: np.ndarray, is_flip: np.ndarray, k: int) -
 
 
 # -- claims -------------------------------------------------------------------------------------------------
-#: pre-registered premise thresholds (docs/papers/licensing.md, "Premises, knockout and quick gate"): k-NN on digits
-#: is far above the majority class (~11 %), so 30 points separates a model that learned from one at chance; a
-#: share range of 2 pp is a fifth of an equal share (10 %) with 10 owners
-PRE_LEARNED, PRE_RANGE = 30.0, 2.0
-
-
-def _pre_learned(r: Result) -> CheckResult:
-    s = r.summary
-    gain = s["knn_val_acc"] - s["majority_val_acc"]
-    return CheckResult(gain >= PRE_LEARNED, gain, f">= {PRE_LEARNED:g}", unit="points",
-                       baseline=f"majority class {s['majority_val_acc']:.1f} %",
-                       detail=f"k-NN (k={r.config.get('k')}) validation accuracy {s['knn_val_acc']:.1f} %")
-
-
-def _pre_values_vary(r: Result) -> CheckResult:
-    v = r.summary["demo_share_range_pp"]
-    return CheckResult(v >= PRE_RANGE, v, f">= {PRE_RANGE:g}", unit="pp", detail="max - min final share in the demo")
-
-
 def _p1(r: Result) -> CheckResult:
     s = r.summary
     ok = s["money_mismatches"] == 0 and s["demo_payout_sum"] == s["demo_pool_minor"] and s["money_max_quota_gap"] < 1

@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.methods.softshape._base import BOOL, COMMON_CONSTRAINTS, INT1, TorchSeriesClassifier
 
@@ -200,6 +201,7 @@ class SoftShapeClassifier(TorchSeriesClassifier):
         with torch.no_grad(), isolated_global_rng(None), preserve_torch_threads():
             return self.network_(torch.from_numpy(Xp.astype(np.float32)), warm=False)[2]
 
+    @validate_args(X=[ArrayLike(ndim=(2, 3), finite=False)])
     def sparsification_effect(self, X: Any) -> dict[str, float]:
         """How much the fitted model's sparsification changes its output on ``X``: the logits with the trained
         keep ratios against the same network with every token kept (keep ratio 1, as in warm-up).
