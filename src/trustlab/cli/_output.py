@@ -19,16 +19,19 @@ _PLAIN = (("experiment", 12), ("claim", 22), ("status", 6), ("observed", 26), ("
           ("paper", 10), ("default", 7))
 
 
-def _defaults(results: list) -> dict:
-    """The committed default-mode result of each experiment in ``results`` that is not itself default mode."""
-    if all(r.mode == "default" for r in results):
-        return {}
+def _committed() -> dict:
+    """The committed default-mode results (none when they cannot be read: the column is only context)."""
     from trustlab.results.committed import committed_defaults
 
     try:
         return committed_defaults()
-    except Exception:  # noqa: BLE001 - the default column is context; it must never lose the table
+    except Exception:  # noqa: BLE001 - the default column is context; it must never lose the table or report
         return {}
+
+
+def _defaults(results: list) -> dict:
+    """The committed default-mode result of each experiment in ``results`` that is not itself default mode."""
+    return {} if all(r.mode == "default" for r in results) else _committed()
 
 
 def _rows(results: list) -> list[tuple[str, Any]]:
@@ -137,12 +140,6 @@ def _write_report(runs_dir: Path, out: Path) -> list:
     found, skipped = scan_results(runs_dir)
     for _, reason in skipped:
         err.print("[yellow]skipped:[/] " + escape(reason), highlight=False)
-    from trustlab.results.committed import committed_defaults
-
-    try:
-        defaults = committed_defaults()
-    except Exception:  # noqa: BLE001 - the default column is context; it must never lose the report
-        defaults = {}
-    path = build_report(runs_dir, out, plotters=plotters, titles=titles, defaults=defaults)
+    path = build_report(runs_dir, out, plotters=plotters, titles=titles, defaults=_committed())
     console.print(f"report written to {path} (and {path.with_suffix('.html')})")
     return found

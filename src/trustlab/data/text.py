@@ -56,7 +56,6 @@ def read_jsonl(path: str | Path) -> RowsWithLines:
                 raise InputError(f"{p} line {i} is not valid JSON: {exc.msg}.") from exc
             if not isinstance(obj, dict):
                 raise InputError(f"{p} line {i} must be a JSON object. Got {type(obj).__name__}.")
-            obj = dict(obj)
             rows.append(obj)
             lines.append(i)
     if not rows:
