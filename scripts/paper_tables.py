@@ -118,6 +118,10 @@ def adopt(path: Path) -> Path:
     if res.mode != "default" or res.provenance.get("knockout") or res.error is not None:
         raise SystemExit(f"{path}: only a finished default-mode run without a knockout can be committed "
                          f"(mode {res.mode!r}, knockout {res.provenance.get('knockout')!r}).")
+    sha = str(res.provenance.get("git_sha", ""))
+    if len(sha) != 40 or any(ch not in "0123456789abcdef" for ch in sha):
+        raise SystemExit(f"{path}: the run must name the commit it ran on (a clean checkout); its git_sha is "
+                         f"{sha!r}. Rerun it from a checkout without uncommitted changes.")
     files = PAPERS / f"{res.experiment}_files"
     files.mkdir(exist_ok=True)
     target = files / "default.json"

@@ -363,7 +363,7 @@ def test_feature_share_premise_is_zero_without_the_feature_term_and_grows_with_a
     """The quantity of fpo's pre-feature-term: 0 at alpha = 0 (the KNOCKOUT), larger at a larger alpha."""
     from trustlab.experiments._fpo_premises import feature_share
 
-    kw = {"k": 4, "reference": "online", "features": "online"}
+    kw = {"k": 4, "reference": "online", "features": "online", "units": "normalised"}  # raw units saturate here
     shares = []
     for alpha in (0.0, 0.5, 500.0):
         obj = fpo.FPOObjective(setup["fwd"], setup["pairs"], setup["sae"], alpha=alpha, **kw)
@@ -371,6 +371,27 @@ def test_feature_share_premise_is_zero_without_the_feature_term_and_grows_with_a
         assert obj.alpha == alpha  # restored
         shares.append(f["grad_share"])
     assert shares[0] == 0.0 and 0.0 < shares[1] < shares[2]
+
+
+def test_raw_units_are_the_normalised_distance_over_the_squared_input_scale(setup):
+    """units="raw" is D / s^2: the same loss as units="normalised" with alpha / s^2, and feature_mse agrees."""
+    import copy
+
+    import numpy as np
+
+    sae = copy.deepcopy(setup["sae"])
+    sae.scale.fill_(0.05)  # a scale far from 1, as SmolLM2's (activation norms in the hundreds)
+    s2 = 0.05 ** 2
+    assert sae.distance_units("raw") == pytest.approx(1 / s2) and sae.distance_units("normalised") == 1.0
+    with pytest.raises(TrustlabError, match="units"):
+        sae.distance_units("gemma")
+    kw = {"k": 4, "reference": "online", "features": "online"}
+    rows = np.arange(setup["pairs"].n_pairs)
+    raw = fpo.FPOObjective(setup["fwd"], setup["pairs"], sae, alpha=0.5, units="raw", **kw)(rows)
+    norm = fpo.FPOObjective(setup["fwd"], setup["pairs"], sae, alpha=0.5 / s2, units="normalised", **kw)(rows)
+    assert raw.metrics["feature_mse_rejected"] > 0
+    assert float(raw.loss.detach()) == pytest.approx(float(norm.loss.detach()), rel=1e-5)
+    assert raw.metrics["feature_mse_rejected"] == pytest.approx(norm.metrics["feature_mse_rejected"] / s2, rel=1e-5)
 
 
 def test_fpo_premises_on_hand_made_summaries():

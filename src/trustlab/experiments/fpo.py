@@ -6,12 +6,15 @@ memory: FPO's peak-RSS increase over a loaded-model baseline <= 1.1x SimPO's and
 with LoRA on all layers, each method in a fresh process; (C2) parity: FPO's held-out preference accuracy
 >= 80 % and >= DPO's - 3 points (mean over the seeds); (C3) constraint: FPO's held-out sequential
 KL(pi_ref || pi_theta) <= 0.8x SimPO's, with accuracy within 3 points of SimPO's; (C4) offline cache exact:
-the FPO loss from the offline caches equals the online-reference loss within 1e-5 (float64 copy, trained
-adapter so policy != reference); (C5) FPO's training loss goes down (mean of the last 3 steps < first 3).
+the FPO loss from the offline caches equals the online-reference loss within 1e-5 and so do the feature
+distances D (relative; float64 copy, trained adapter so policy != reference); (C5) FPO's training loss goes down (mean of the last 3 steps < first 3).
 The GPT-4 win-rate and 9B claims cannot be shown here. Every method trains on the same pairs, LoRA config,
 steps, learning rate and seeds (no per-method tuning; the paper's loss hyper-parameters).
 Premises (issue 39): pre-feature-term (the feature term carries >= 10 % of the loss gradient; C2, C3, C5 rest
 on it) and pre-c4-sees-features (C4 rests on it); KNOCKOUT alpha=0 (length-normalised DPO).
+Issue 47: D is measured in the raw activation units (``feature_units="raw"``, ``D / s^2``), the scale of the
+paper's Gemma Scope SAEs where alpha = 0.5 was set; in the SAE's unit-norm units the term was ~0.1 % of the
+gradient and FPO was length-normalised DPO (``feature_units=normalised`` reproduces that setting).
 """
 
 from __future__ import annotations
@@ -28,12 +31,10 @@ from trustlab.results.result import Result
 
 TITLE = "FPO: SAE feature-level constrained preference optimisation vs DPO / SimPO / TDPO-2 (SmolLM2-135M)"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: the quick gate's rule (python -m trustlab.experiments._gates fpo; docs/papers/fpo.md) gives no id: both
-#: premises FAIL on every quick seed (the feature term is ~0.1 % of the gradient), so C4 and C5 are VOID there
-QUICK_EXPECTED_PASS: tuple[str, ...] = ()
-#: why the gate is empty (tests/test_gates.py allows an empty gate only with this; the setting is issue 47's)
-VOID_SETTING = ("the quick and default settings are void for FPO's mechanism: the SAE feature term is ~0.1 % of the "
-                "loss gradient, so FPO equals length-normalised DPO (issue 47 changes the setting)")
+#: the quick gate's rule (python -m trustlab.experiments._gates fpo; docs/papers/fpo.md), with D in raw units:
+#: pre-feature-term and C5 pass on 5/5 quick seeds and FAIL / VOID under the knockout; pre-c4-sees-features
+#: passes on 1/5 (10 steps on a random tiny model move the features too little), so C4 stays out
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-feature-term", "C5")
 #: the mechanism off: no feature term (alpha = 0), so "FPO" is length-normalised DPO on the same offline caches
 KNOCKOUT: tuple[str, ...] = ("alpha=0.0",)
 
@@ -55,6 +56,7 @@ class Config(ExperimentConfig):
     warmup_steps: int = 4
     beta: float = 0.1
     alpha: float = 0.5
+    feature_units: str = "raw"  # D of the un-normalised activations (the paper's SAE scale; "normalised": / s^2)
     simpo_beta: float = 2.0
     simpo_gamma: float = 1.0
     tdpo_alpha: float = 0.5
@@ -79,13 +81,14 @@ class Config(ExperimentConfig):
 
     def validate(self) -> None:
         super().validate()
-        from trustlab.core.constraints import Interval, validate_value
+        from trustlab.core.constraints import Interval, Options, validate_value
 
         for name in ("n_pairs", "n_test", "steps", "batch_size", "sae_width", "sae_k", "sae_steps", "fpo_k",
                      "eff_pairs", "eff_batch", "eff_steps", "lora_r"):
             validate_value("fpo.Config", name, getattr(self, name), [Interval(int, 1, None)])
         validate_value("fpo.Config", "n_gen", self.n_gen, [Interval(int, 0, None)])
         validate_value("fpo.Config", "alpha", self.alpha, [Interval("real", 0, None)])  # 0 is the KNOCKOUT
+        validate_value("fpo.Config", "feature_units", self.feature_units, [Options(("raw", "normalised"))])
 
 
 # -- setup ---------------------------------------------------------------------------------------------
@@ -112,7 +115,7 @@ def _objective(method: str, cfg: Config, st: dict[str, Any], fwd: Any, pairs: An
 
     if method == "fpo":
         return FPOObjective(fwd, pairs, st["sae"], beta=cfg.beta, alpha=cfg.alpha, k=cfg.fpo_k, reference=ref,
-                            features=feats)
+                            features=feats, units=cfg.feature_units)
     if method == "tdpo2":
         return TDPOObjective(fwd, pairs, beta=cfg.beta, alpha=cfg.tdpo_alpha)
     if method == "simpo":
@@ -192,7 +195,8 @@ def _one(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], method: 
     c_rows, r_rows = held.rows(np.arange(n))
     kl = fpo.reference_kl(fwd_h, c_rows)
     rec.update(accuracy=acc.accuracy, kl=kl.mean_kl, entropy=float(kl.entropy.mean()),
-               feature_mse=float(fpo.feature_mse(fwd_h, st["sae"], st["feats_held"], r_rows, k=cfg.fpo_k).mean()))
+               feature_mse=float(fpo.feature_mse(fwd_h, st["sae"], st["feats_held"], r_rows, k=cfg.fpo_k,
+                                                        units=cfg.feature_units).mean()))
     if cfg.n_gen and seed == cfg.seeds[0]:
         td = st["test_d"].subset(list(range(min(cfg.n_gen, len(st["test_d"])))))
         ev = evaluate_generations(pol, st["tok"], td.prompts, lambda rs: td.reward(rs), system=cfg.system,
@@ -223,7 +227,7 @@ def _exactness(cfg: Config, st: dict[str, Any]) -> dict[str, float]:
     m64 = copy.deepcopy(pol).double()
     sae64 = copy.deepcopy(st["sae"]).double()
     fwd = PolicyForward(m64, pairs.sequences)
-    kw = {"beta": cfg.beta, "alpha": cfg.alpha, "k": cfg.fpo_k}
+    kw = {"beta": cfg.beta, "alpha": cfg.alpha, "k": cfg.fpo_k, "units": cfg.feature_units}
     off = fpo.FPOObjective(fwd, pairs, sae64, **kw)
     on = fpo.FPOObjective(fwd, pairs, sae64, reference="online", features="online", **kw)
     rows = np.arange(pairs.n_pairs)
@@ -232,8 +236,10 @@ def _exactness(cfg: Config, st: dict[str, Any]) -> dict[str, float]:
         on.alpha = 0.0  # the same loss without the feature term: how much of it C4 can see
         b0 = on(rows)
     del m64
+    d_diff = max(abs(a.metrics[m] - b.metrics[m]) / max(1.0, abs(b.metrics[m]))
+                 for m in ("feature_mse_chosen", "feature_mse_rejected"))
     return {"offline": float(a.loss), "online": float(b.loss), "abs_diff": abs(float(a.loss) - float(b.loss)),
-            "feature_mse_rejected": b.metrics["feature_mse_rejected"],
+            "feature_mse_rejected": b.metrics["feature_mse_rejected"], "feature_rel_diff": d_diff,
             "feature_effect": abs(float(b.loss) - float(b0.loss))}
 
 
@@ -336,8 +342,11 @@ def _c4(r: Result) -> CheckResult:
     e = r.summary.get("exactness")
     if not e:
         return CheckResult(None, None, "<= 1e-5")
-    return CheckResult(e["abs_diff"] <= 1e-5, float(f"{e['abs_diff']:.3g}"), "<= 1e-5", unit="|loss difference|",
-                       detail=f"offline {e['offline']:.8f}, online {e['online']:.8f}, policy != reference "
+    dd = e.get("feature_rel_diff", float("inf"))
+    return CheckResult(e["abs_diff"] <= 1e-5 and dd <= 1e-5, float(f"{e['abs_diff']:.3g}"), "<= 1e-5",
+                       unit="|loss difference| (and the feature distance D, relative, <= 1e-5)",
+                       detail=f"offline {e['offline']:.8f}, online {e['online']:.8f}; D offline vs online: "
+                       f"relative difference {dd:.3g} (mean D of chosen and rejected); policy != reference "
                        f"(rejected feature MSE {e['feature_mse_rejected']:.3g})")
 
 
@@ -402,8 +411,9 @@ CLAIMS = [
           _c2, modes=("default", "paper"), scale_note=_setting, paper_value=64.1, requires=_FEAT),
     Claim("C3", "Constraint: FPO's held-out sequential KL(pi_ref || pi_theta) <= 0.8x SimPO's, at accuracy within "
           "3 points of SimPO's", _c3, modes=("default", "paper"), scale_note=_setting, requires=_FEAT),
-    Claim("C4", "Offline caches are exact: offline FPO loss equals the online-reference FPO loss within 1e-5 "
-          "(float64 copy, trained FPO adapter)", _c4,
+    Claim("C4", "Offline caches are exact: offline FPO loss equals the online-reference FPO loss within 1e-5, and "
+          "the feature distances D (chosen and rejected) agree within 1e-5 relative (float64 copy, trained FPO "
+          "adapter)", _c4,
           scale_note="8 training pairs; the shared layer gathers token log-probs in float32",
           requires=("pre-c4-sees-features",)),
     Claim("C5", "FPO trains: mean loss of the last 3 steps below that of the first 3", _c5, scale_note=_setting,

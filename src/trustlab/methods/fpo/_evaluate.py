@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Interval
+from trustlab.core.constraints import Interval, Options
 from trustlab.core.optional import require
 from trustlab.methods.fpo._cache import FeatureCache, features_of
 from trustlab.methods.fpo._loss import feature_distance
@@ -83,11 +83,13 @@ def reference_kl(forward: Any, rows: Any = None, *, batch_size: int = 16) -> KLE
 
 
 @validate_args(forward=_forward_rule(), sae=[SparseAutoencoder], cache=[FeatureCache], k=[Interval(int, 1, None)],
-               batch_size=[Interval(int, 1, None)],
+               batch_size=[Interval(int, 1, None)], units=[Options(("raw", "normalised"))],
                _example=lambda: _fm_example())
 def feature_mse(forward: Any, sae: SparseAutoencoder, cache: FeatureCache, rows: Any = None, *, k: int = 32,
-                union: bool = True, site: str = "resid", batch_size: int = 16) -> np.ndarray:
-    """FPO's ``D`` (union top-k squared difference / k) of the policy's pooled features to ``cache``, per row."""
+                union: bool = True, site: str = "resid", batch_size: int = 16, units: str = "raw") -> np.ndarray:
+    """FPO's ``D`` (union top-k squared difference / k) of the policy's pooled features to ``cache``, per row,
+    in ``units`` (:meth:`SparseAutoencoder.distance_units`; "raw" as :class:`FPOObjective`)."""
+    unit = sae.distance_units(units)
     cache.check(forward, sae, site=site)
     out = []
     was = forward.model.training
@@ -96,7 +98,8 @@ def feature_mse(forward: Any, sae: SparseAutoencoder, cache: FeatureCache, rows:
         with torch.no_grad():
             for r in _batches(forward, rows, batch_size):
                 f = features_of(forward, sae, r, forward.hidden(r, final_norm=False), site)
-                out.append(feature_distance(f, cache.rows(r).to(f), min(k, sae.width), union=union).cpu().numpy())
+                d = feature_distance(f, cache.rows(r).to(f), min(k, sae.width), union=union)
+                out.append((unit * d).cpu().numpy())
     finally:
         forward.model.train(was)
     return np.concatenate(out).astype(float)

@@ -83,6 +83,11 @@ class FPOObjective:
         Per-feature weights inside ``D`` (the paper's targeted control).
     stop_gradient : bool, default=True
         Detach ``D`` of the chosen response (paper).
+    units : {"raw", "normalised"}, default="raw"
+        Units of ``D``: "raw" measures features of the un-normalised activations (``D / s^2`` with the SAE's
+        input scale ``s``), the scale of the paper's Gemma Scope SAEs, for which alpha = 0.5 was set;
+        "normalised" uses the features of the unit-norm inputs, where ``D`` is ``s^2`` (~1e-5 for SmolLM2)
+        times smaller and alpha = 0.5 leaves FPO equal to length-normalised DPO.
     replay : "auto", int or None, default="auto"
     """
 
@@ -91,12 +96,13 @@ class FPOObjective:
         k=[Interval(int, 1, None)], layer=[Interval(int, None, None)], mode=[Options(("paper", "official"))],
         reference=[Options(("cache", "online")), ReferenceCache], features=[Options(("cache", "online")), FeatureCache],
         stop_gradient=[Boolean()], replay=[Interval(int, 1, None), Options(["auto"]), None],
+        units=[Options(("raw", "normalised"))],
         policy="no_validation", pairs="no_validation", feature_weights="no_validation",
     )
     def __init__(self, policy: Any, pairs: Any, sae: SparseAutoencoder, *, beta: float = 0.1, alpha: float = 0.5,
                  k: int = 32, layer: int = -1, mode: str = "paper", reference: Any = "cache",
                  features: Any = "cache", feature_weights: Any = None, stop_gradient: bool = True,
-                 replay: Any = "auto") -> None:
+                 replay: Any = "auto", units: str = "raw") -> None:
         from trustlab.llm import dims
 
         self.forward = _forward(policy, pairs, replay, "FPOObjective")
@@ -122,6 +128,7 @@ class FPOObjective:
         self.pairs, self.sae = pairs, sae.requires_grad_(False)
         self.beta, self.alpha, self.k, self.union = float(beta), float(alpha), int(k), mode == "paper"
         self.weights, self.stop_gradient = feature_weights, bool(stop_gradient)
+        self.units, self.unit = units, sae.distance_units(units)
         if reference == "cache":
             reference = ReferenceCache.compute(self.forward)
         elif isinstance(reference, ReferenceCache):
@@ -165,7 +172,8 @@ class FPOObjective:
         feats = features_of(self.forward, self.sae, seq, h, self.site)
         ref_sum, ref_feats = self._reference(seq)
         ref_sum = ref_sum.to(device=lp.sum.device, dtype=lp.sum.dtype)
-        dist = feature_distance(feats, ref_feats.to(feats), self.k, union=self.union, weights=self.weights)
+        dist = self.unit * feature_distance(feats, ref_feats.to(feats), self.k, union=self.union,
+                                            weights=self.weights)
         n = lp.n_tokens.to(lp.sum)
         loss = fpo_loss(lp.sum[:b], lp.sum[b:], ref_sum[:b], ref_sum[b:], n[:b], n[b:], dist[:b], dist[b:],
                         beta=self.beta, alpha=self.alpha, stop_gradient=self.stop_gradient)

@@ -106,6 +106,13 @@ class SparseAutoencoder(torch.nn.Module):
     def forward(self, x: Any) -> Any:
         return self.decode(self.encode(x))
 
+    @validate_args(units=[Options(("raw", "normalised"))])
+    def distance_units(self, units: str) -> float:
+        """Factor that puts a squared feature difference in ``units``: ``"raw"`` (``1 / s^2``, features of the
+        un-normalised activations, the scale of an SAE such as Gemma Scope that reads raw residuals, where the
+        paper's alpha = 0.5 was set) or ``"normalised"`` (1, features of the unit-norm inputs)."""
+        return 1.0 / float(self.scale) ** 2 if units == "raw" else 1.0
+
     # ------------------------------------------------------------------------------------- identity
     def config(self) -> dict[str, Any]:
         return {"d_in": self.d_in, "width": self.width, "k": self.k, "kind": self.kind}
