@@ -200,3 +200,26 @@ def test_two_threads_fitting_at_once_give_the_sequential_results():
             t.join()
         for s in (1, 2):
             np.testing.assert_array_equal(got[s], alone[s])
+
+
+def test_seed_alias_maps_the_deprecated_keyword_and_keeps_the_rules():
+    import warnings
+
+    from trustlab.core.arguments import declared_args, validate_args
+    from trustlab.core.constraints import RandomStateRule
+    from trustlab.core.exceptions import ConfigError
+    from trustlab.core.seeding import seed_alias
+
+    @seed_alias
+    @validate_args(random_state=[RandomStateRule()])
+    def draw(*, random_state=None):
+        return np.random.default_rng(random_state).integers(1000)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert draw(random_state=3) == draw(random_state=3)
+    with pytest.warns(FutureWarning, match="random_state"):
+        assert draw(seed=3) == draw(random_state=3)
+    with pytest.raises(ConfigError, match="both 'seed' and 'random_state'"):
+        draw(seed=1, random_state=1)
+    assert "random_state" in declared_args(draw)

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core._declare import takes_any
+
 __all__ = [
     "check_random_state",
     "as_generator",
@@ -35,6 +37,7 @@ __all__ = [
     "thread_settings",
     "RUNTIME_ENV",
     "set_runtime_env",
+    "seed_alias",
 ]
 
 #: Environment defaults for our runs: OpenMP busy-waiting can triple run times on shared cores, and nothing
@@ -208,3 +211,30 @@ def thread_settings() -> dict[str, Any]:
     }
     out.update(thread_state())
     return out
+
+
+@takes_any(fn="any function taking random_state; its own rule tables are kept on the wrapper")
+def seed_alias(fn: Any) -> Any:
+    """Accept the deprecated keyword ``seed=`` of ``fn`` as ``random_state=`` (FutureWarning).
+
+    For the public functions that took an int-only ``seed`` before the project's ``random_state`` rule
+    (int, numpy Generator or None). Passing both is a :class:`~trustlab.core.exceptions.ConfigError`.
+    The rule tables of ``fn`` (``validate_args``) are kept on the wrapper.
+    """
+    import functools
+    import warnings
+
+    from trustlab.core.exceptions import ConfigError
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if "seed" in kwargs:
+            if "random_state" in kwargs:
+                raise ConfigError(f"{fn.__qualname__} got both 'seed' and 'random_state'; 'seed' is the "
+                                  "deprecated name of 'random_state': pass random_state only.")
+            warnings.warn(f"{fn.__qualname__}(seed=...) is deprecated and will be removed: use "
+                          "random_state=... (an int, a numpy Generator or None).", FutureWarning, stacklevel=2)
+            kwargs["random_state"] = kwargs.pop("seed")
+        return fn(*args, **kwargs)
+
+    return wrapper
