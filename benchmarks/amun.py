@@ -1,6 +1,6 @@
 """Benchmark: AMUN's cost as a fraction of Retrain's wall time, and RMIA's cost per reference model.
 
-Run: ``OMP_NUM_THREADS=1 flock /tmp/trustlab-cpu.lock .venv/bin/python benchmarks/amun.py [--repeats 3] [--out f.json]``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/amun.py [--repeats 3] [--out f.json]``.
 
 Setting: noisy digits (sigma 0.35), MLP 64-256-256-10, train 600. Two Retrains (issue 31 item 6):
 

@@ -11,7 +11,7 @@
 
 Usage::
 
-    flock /tmp/trustlab-cpu.lock python benchmarks/featkd.py [--repeats 5] [--rows 100000] [--json out.json]
+    python benchmarks/featkd.py [--repeats 5] [--rows 100000] [--json out.json]
 """
 
 from __future__ import annotations

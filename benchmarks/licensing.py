@@ -10,7 +10,7 @@
 
 Usage::
 
-    flock /tmp/trustlab-cpu.lock python benchmarks/licensing.py [--repeats 3] [--json out.json]
+    python benchmarks/licensing.py [--repeats 3] [--json out.json]
     TRUSTLAB_PYDVL_PYTHON=/path/to/venv/bin/python python benchmarks/licensing.py
 """
 

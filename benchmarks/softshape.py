@@ -1,6 +1,6 @@
 """Benchmark: SoftShape training/inference cost with vs without soft sparsification.
 
-Run: ``OMP_WAIT_POLICY=PASSIVE flock /tmp/trustlab-cpu.lock .venv/bin/python benchmarks/softshape.py``.
+Run: ``OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/softshape.py``.
 
 For several series lengths T (so M = (T - 32) / 4 + 1 shape tokens), D = 128, batch 64 and 1 torch thread,
 prints the median wall time of one training step (forward + backward + Adam) and of one forward pass for

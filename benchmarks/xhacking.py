@@ -1,6 +1,6 @@
 """Benchmark: cost of one X-hacking trial (fit + SHAP) per explainer path on breast_cancer.
 
-Run: ``OMP_NUM_THREADS=1 flock /tmp/trustlab-cpu.lock .venv/bin/python benchmarks/xhacking.py``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/xhacking.py``.
 Prints seconds per trial for the tree, linear, permutation (model) and permutation (whole pipeline) paths.
 """
 

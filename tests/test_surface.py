@@ -164,7 +164,7 @@ def test_docs_name_no_machine_specific_paths():
     root = Path(__file__).resolve().parent.parent
     files = subprocess.run(["git", "ls-files", "*.md", "*.py", "Makefile"], cwd=root, capture_output=True,
                            text=True).stdout.split()
-    pattern = re.compile(r"/work/|/home/\w|/root/|/Users/\w")
+    pattern = re.compile(r"/work/|/home/\w|/root/|/Users/\w|flock /tmp/")  # flock: our machines' CPU lock
     bad = [f"{f}:{i}" for f in files if not f.startswith("tests/") and (root / f).is_file()
            for i, line in enumerate((root / f).read_text(encoding="utf-8", errors="replace").splitlines(), 1)
            if pattern.search(line)]
