@@ -31,7 +31,6 @@ from trustlab.methods.dint._fit import (
     TASK,
     TOKENIZER,
     _as_task,
-    _example_model,
     frozen_base,
     prompt_mask,
     tokenize_task,
@@ -289,8 +288,7 @@ _LEVELS = SequenceOf(Interval("real", 0, None))
                noise_levels=[_LEVELS], noise_layers=[SequenceOf(Interval(int, 0, None)), None],
                weight_noise=[Interval(float, 0, None)], n_draws=[Interval(int, 1, None)],
                inference=[SequenceOf(Options(("sample", "mean")))], batch_size=[Interval(int, 1, None)],
-               random_state=["random_state"], evaluator=[None, InstanceOf(InterventionEvaluator)],
-               _example=lambda: {"model": _example_model()})
+               random_state=["random_state"], evaluator=[None, InstanceOf(InterventionEvaluator)])
 def robustness_report(
     model: Any, intervention: Any, clean: Any, tokenizer: Any = None, *, shifts: dict[str, Any] | None = None,
     noise_levels: Any = (0.0, 0.1, 0.2, 0.4), noise_layers: Any = None, weight_noise: float = 0.05,

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import HasMethods, validate_args
+from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Boolean, Interval, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError
+from trustlab.llm.rules import LanguageModel, Tokenizer
 from trustlab.methods.dint._tasks import TaskData, load_task_jsonl
 
 __all__ = ["InterventionFit", "PositionOverlapWarning", "fit_intervention", "tokenize_task"]
@@ -56,17 +57,10 @@ def _example_intervention() -> Any:
 
 INTERVENTION = Satisfies(_is_intervention, "a LoReFT or DReFT intervention", ["loreft", 3],
                          valid=_example_intervention())
-#: the causal LM (a torch module; ``trustlab.llm.load_model`` or ``tiny_random_llama``) and its tokenizer
-MODEL = HasMethods("parameters", "forward", what="a causal language model (a torch.nn.Module)")
-TOKENIZER = HasMethods("encode", "decode", what="a Hugging Face tokenizer")
+#: the causal LM (``trustlab.llm.load_model`` or ``tiny_random_llama``) and its tokenizer
+MODEL, TOKENIZER = LanguageModel(), Tokenizer()
 _FORWARD = Satisfies(lambda v: hasattr(v, "k_top") and hasattr(v, "sequences"),
                      "a trustlab.llm.PolicyForward of the tokenised data", ["forward", 3])
-
-
-def _example_model() -> Any:
-    import torch
-
-    return torch.nn.Linear(2, 2)
 
 
 TASK = Satisfies(lambda v: isinstance(v, TaskData | str | os.PathLike), "TaskData or the path of a JSONL task",
@@ -85,7 +79,7 @@ def _tokenizer(model: Any, tokenizer: Any) -> Any:
 
 
 @validate_args(model=[MODEL], data=[TASK], tokenizer=[None, TOKENIZER], chat=[Boolean()],
-               system=[str, None], _example=lambda: {"model": _example_model()})
+               system=[str, None])
 def tokenize_task(model: Any, data: Any, tokenizer: Any = None, *, chat: bool = True, system: str | None = None) -> Any:
     """Tokenise (prompt, gold answer) rows into a :class:`trustlab.llm.SequenceSet` (chat template, EOS)."""
     from trustlab.llm import tokenize_pairs
@@ -164,8 +158,7 @@ def _warn_overlap(seqs: Any, positions: str) -> None:
                schedule=[Satisfies(lambda v: v in ("constant", "linear", "cosine"), "one of constant/linear/cosine",
                                    ["step"], valid="linear")],
                chat=[Boolean()], system=[str, None], random_state=["random_state"],
-               cache_dir=[str, os.PathLike, None], threads=[Interval(int, 1, None), None], forward=[None, _FORWARD],
-               _example=lambda: {"model": _example_model()})
+               cache_dir=[str, os.PathLike, None], threads=[Interval(int, 1, None), None], forward=[None, _FORWARD])
 def fit_intervention(
     model: Any, intervention: Any, data: Any, tokenizer: Any = None, *, steps: int = 50, batch_size: int = 8,
     lr: float | None = None, warmup_steps: int = 0, schedule: str = "linear", chat: bool = True,
