@@ -103,7 +103,7 @@ def test_bug_b_tpe_upper_bound_uses_max_factor():
         lam = float(np.mean([v for v in lams if v is not None]))
         return 1.0 / (1.0 + lam), 1.0 - 0.1 * lam
 
-    res = TPESearch(n_trials=12, max_factor=4.0).search(execute, 2, 0.5, 100.0, init, seed=0)
+    res = TPESearch(n_trials=12, max_factor=4.0).search(execute, 2, 0.5, 100.0, init, random_state=0)
     assert res.feasible and all(0 <= v <= 12.0 for lams in seen for v in lams if v is not None)
 
 

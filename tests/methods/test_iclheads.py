@@ -48,7 +48,7 @@ def test_prompt_template_and_sampling():
         assert c.query not in [x for x, _ in c.demos] and len(set(c.demos)) == 4
         truth = dict(task.pairs)
         assert sorted(y for _, y in b.demos) == sorted(truth[x] for x, _ in b.demos)  # labels permuted only
-    train, test = task.split(0.4, seed=0)
+    train, test = task.split(0.4, random_state=0)
     assert not set(train.pairs) & set(test.pairs) and len(train) + len(test) == len(task)
     for p in ih.build_prompts(train, 10, 3, queries=test):
         assert (p.query, p.answer) in test.pairs and set(p.demos) <= set(train.pairs)
@@ -255,7 +255,7 @@ def test_smollm2_patching_changes_logits_and_induction_heads(smollm2):
 @pytest.mark.llm
 def test_smollm2_does_icl_at_five_shots(smollm2):
     model, tok = smollm2
-    train, test = ih.load_task("antonym").split(0.4, seed=0)
+    train, test = ih.load_task("antonym").split(0.4, random_state=0)
     few = ih.build_prompts(train, 16, 5, queries=test, random_state=0)
     targets = [ih.target_token(tok, p.answer) for p in few]
     zero = [ih.format_prompt([], p.query) for p in few]

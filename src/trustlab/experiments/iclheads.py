@@ -202,7 +202,7 @@ def _ablation(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], set
     clean_acc = {}
     conds = list(sets.items()) + ([(("fv_zero", mf, 0), sets[("fv", mf, 0)])] if cfg.zero_ablation else [])
     for ti, name in enumerate(ctx.progress(cfg.eval_tasks, desc="ablation")):
-        train, test = ih.load_task(name).split(0.4, seed=seed)
+        train, test = ih.load_task(name).split(0.4, random_state=seed)
         prompts = ih.build_prompts(train, cfg.n_eval, cfg.n_shots, queries=test,
                                    random_state=np.random.default_rng([seed, ti]))
         pp = ih.PreparedPrompts(model, [p.text for p in prompts], [ih.target_token(tok, p.answer) for p in prompts],
@@ -246,7 +246,7 @@ def _steering(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], set
     layer = L // 3
     steer = {}
     for ti, name in enumerate(ctx.progress(cfg.eval_tasks, desc="steering")):
-        train, test = ih.load_task(name).split(0.4, seed=seed)
+        train, test = ih.load_task(name).split(0.4, random_state=seed)
         m_task = ih.mean_head_activations(model, train, n_mean=cfg.n_mean, n_shots=cfg.n_shots,
                                           random_state=np.random.default_rng([seed, ti, 7]), tokenizer=tok)
 

@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.arguments import ArrayLike, takes_any, validate_args
 from trustlab.core.constraints import Boolean, Interval, RandomStateRule
 from trustlab.core.exceptions import InputError
 from trustlab.core.seeding import check_random_state
+from trustlab.methods.cascade._table import ROWS
 
 __all__ = ["QualityEstimates", "expected_max", "sobol_normal", "mask_bits", "RUN_VARIANCE"]
 
@@ -33,6 +34,8 @@ __all__ = ["QualityEstimates", "expected_max", "sobol_normal", "mask_bits", "RUN
 RUN_VARIANCE = 1e-6
 #: rows per chunk are chosen so one chunk's samples stay below this many floats
 _CHUNK_FLOATS = 4_000_000
+#: the run-set arguments of the lookups the policy engine calls in its inner loops (not validated per call)
+_HOT_MASK = "a run-set bitmask on the engine's hot path; the index lookup refuses an unknown one"
 
 
 def mask_bits(masks: Any, k: int) -> np.ndarray:
@@ -177,9 +180,11 @@ class QualityEstimates:
     def __len__(self) -> int:
         return self.n
 
+    @takes_any(mask=_HOT_MASK)
     def has_set(self, mask: int) -> bool:
         return self.mean is None or bool(self._index[mask] >= 0)
 
+    @takes_any(mask=_HOT_MASK, rows="row indices on the engine's hot path; numpy indexing refuses bad ones")
     def mean_for(self, mask: int, rows: Any = None) -> np.ndarray:
         """(n, k) estimates given run-set ``mask`` (for ``rows`` only when given)."""
         sl = slice(None) if rows is None else rows
@@ -192,6 +197,8 @@ class QualityEstimates:
                              "max_run_set (raise it, or lower the policy's max_depth).")
         return self.mean[i][sl]
 
+    @takes_any(masks="run-set bitmasks on the engine's hot path; the index lookup refuses unknown ones",
+               rows="row indices on the engine's hot path; numpy indexing refuses bad ones")
     def mean_rows(self, masks: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """(len(rows), k): row ``rows[t]``'s estimates given run-set ``masks[t]``."""
         if self.mean is None:
@@ -202,9 +209,11 @@ class QualityEstimates:
             raise InputError("These estimates lack a run-set the policy reached; raise the estimator's max_run_set.")
         return self.mean[idx, rows]
 
+    @takes_any(mask=_HOT_MASK)
     def cov_for(self, mask: int) -> np.ndarray | None:
         return None if self.cov is None else self.cov[mask]
 
+    @validate_args(rows=[ROWS])
     def subset(self, rows: Any) -> QualityEstimates:
         """The estimates of ``rows`` only (covariances are shared and kept)."""
         idx = np.arange(self.n)[np.asarray(rows)]

@@ -24,7 +24,16 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from trustlab.core.constraints import Boolean, Interval, Options, RandomStateRule, Satisfies, validate_params
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import (
+    Boolean,
+    InstanceOf,
+    Interval,
+    Options,
+    RandomStateRule,
+    Satisfies,
+    validate_params,
+)
 from trustlab.core.exceptions import InputError, NotFittedError
 from trustlab.core.seeding import check_random_state
 from trustlab.methods.cascade._estimates import QualityEstimates, diagonal_covariances
@@ -47,6 +56,9 @@ def _pair_rule(what: str) -> Satisfies:
         f"a pair ({what} before, {what} after) of numbers >= 0", ["x", (1.0,), (-1.0, 1.0)], (0.5, 0.25))
 
 
+_TABLE = [InstanceOf(SelectionTable)]
+
+
 class QualityEstimator(BaseEstimator):
     """Base: ``fit(table)`` (when ``needs_fit``), ``estimate(table) -> QualityEstimates``, ``to_dict()``."""
 
@@ -56,9 +68,11 @@ class QualityEstimator(BaseEstimator):
     def _validate(self) -> None:
         validate_params(type(self).__name__, self.get_params(deep=False), self._constraints)
 
+    @validate_args(table=_TABLE)
     def fit(self, table: SelectionTable) -> QualityEstimator:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    @validate_args(table=_TABLE)
     def estimate(self, table: SelectionTable) -> QualityEstimates:  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -108,11 +122,13 @@ class SyntheticNoiseEstimator(QualityEstimator):
             ca, cp = self.cost_noise
         return float(a), float(p), float(ca), float(cp)
 
+    @validate_args(table=_TABLE)
     def fit(self, table: SelectionTable) -> SyntheticNoiseEstimator:
         """Nothing to fit: the protocol calibrates on the rows it estimates."""
         self._validate()
         return self
 
+    @validate_args(table=_TABLE)
     def estimate(self, table: SelectionTable) -> QualityEstimates:
         self._validate()
         table.require("quality", "cost")
@@ -175,6 +191,7 @@ class _FeatureEstimator(QualityEstimator):
             raise InputError(f"{type(self).__name__} was fitted on models {list(fitted)}; the table has "
                              f"{list(table.models)}.")
 
+    @validate_args(table=_TABLE)
     def fit(self, table: SelectionTable) -> _FeatureEstimator:
         """Fit the regressions (and covariances) on ``table``'s rows (0/1 correctness in ``quality``)."""
         from sklearn.linear_model import LogisticRegression
@@ -220,6 +237,7 @@ class _FeatureEstimator(QualityEstimator):
             return np.full(len(X), 1.0 if w[-1] > 0 else 0.0)
         return _sigmoid(X @ w[:-1] + w[-1])
 
+    @validate_args(table=_TABLE)
     def estimate(self, table: SelectionTable) -> QualityEstimates:
         """Estimates for every fitted run-set on ``table``'s rows (answers needed, quality optional)."""
         if getattr(self, "coef_", None) is None:

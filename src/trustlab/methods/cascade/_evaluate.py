@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import ArrayLike, validate_args
-from trustlab.core.constraints import InstanceOf, Interval, RandomStateRule
+from trustlab.core.arguments import ArrayLike, HasMethods, validate_args
+from trustlab.core.constraints import InstanceOf, Interval, RandomStateRule, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.executor import Executor
 from trustlab.core.seeding import check_random_state
@@ -170,8 +170,25 @@ def _truth(queries: Any) -> tuple[np.ndarray, np.ndarray]:
     return q, c
 
 
-@validate_args(policy="no_validation", queries="no_validation", budgets=[ArrayLike(ndim=1, low=0)],
-               name=[None, InstanceOf(str)], executor=[None, InstanceOf(Executor)])
+def _is_queries(v: Any) -> bool:
+    from trustlab.methods.cascade._estimates import QualityEstimates
+    from trustlab.methods.cascade._table import SelectionTable
+
+    return isinstance(v, SelectionTable | QualityEstimates)
+
+
+def _example_queries() -> dict[str, Any]:
+    from trustlab.methods.cascade._policies import OptimalRouter
+    from trustlab.methods.cascade._table import synthetic_table
+
+    return {"policy": OptimalRouter(), "queries": synthetic_table(20, 2, random_state=0)}
+
+
+@validate_args(policy=[HasMethods("decide", what="a fitted cascade policy")],
+               queries=[Satisfies(_is_queries, "a SelectionTable or QualityEstimates (with the true quality and cost)",
+                                  [None, "queries", 3])],
+               budgets=[ArrayLike(ndim=1, low=0)], name=[None, InstanceOf(str)], executor=[None, InstanceOf(Executor)],
+               _example=_example_queries)
 def evaluate_policy(policy: Any, queries: Any, budgets: Any, *, name: str | None = None,
                     executor: Executor | None = None) -> Curve:
     """Run a fitted policy at every budget on ``queries`` (with true quality and cost) and record the

@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.constraints import Boolean, Interval, validate_value
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import Boolean, InstanceOf, Interval, validate_value
+from trustlab.core.seeding import as_seed, seed_alias
 
 __all__ = ["ConstantSearch", "RepetitiveConstantSearch", "TPESearch", "SearchResult", "run_searches"]
 
@@ -107,6 +109,18 @@ def _check(owner: str, **values: Any) -> None:
         validate_value(owner, name, value, rules[name])
 
 
+#: the rules of ``search(execute, n, budget, max_lambda, init, random_state)`` (the policy's tuning call)
+_SEARCH_ARGS: dict[str, list[Any]] = {
+    "execute": ["callable"], "n": [Interval(int, 1, None)], "budget": [Interval("real", 0, None)],
+    "max_lambda": [Interval("real", 0, None, closed="neither")], "init": [None, InstanceOf(SearchResult)],
+    "random_state": ["random_state"]}
+
+
+def _search_args(fn: Any) -> Any:
+    """``seed_alias`` over ``validate_args(**_SEARCH_ARGS)``: the declaration every ``search`` shares."""
+    return seed_alias(validate_args(**_SEARCH_ARGS)(fn))
+
+
 @dataclass(frozen=True)
 class ConstantSearch:
     """One lambda for every step: doubling from ``max_lambda`` (default: the policy's), then ``n_iter``
@@ -118,8 +132,10 @@ class ConstantSearch:
     def __post_init__(self) -> None:
         _check(type(self).__name__, n_iter=self.n_iter, max_lambda=self.max_lambda)
 
+    @_search_args
     def search(self, execute: Execute, n: int, budget: float, max_lambda: float, init: SearchResult | None,
-               seed: int) -> SearchResult:
+               random_state: Any) -> SearchResult:
+        """The bisection result (``init`` and ``random_state`` are not used: the search is deterministic)."""
         return _bisect(execute, lambda lam: (lam,) * n, budget, self.max_lambda or max_lambda, self.n_iter,
                        "constant")
 
@@ -128,8 +144,10 @@ class ConstantSearch:
 class RepetitiveConstantSearch(ConstantSearch):
     """``[lambda] * d + [None] * (n - d)`` for each depth ``d``: stop after ``d`` models."""
 
+    @_search_args
     def search(self, execute: Execute, n: int, budget: float, max_lambda: float, init: SearchResult | None,
-               seed: int) -> SearchResult:
+               random_state: Any) -> SearchResult:
+        """The best depth's bisection result (``init`` and ``random_state`` are not used)."""
         results = [_bisect(execute, lambda lam, d=d: (lam,) * d + (None,) * (n - d), budget,
                            self.max_lambda or max_lambda, self.n_iter, f"repetitive(d={d})") for d in range(1, n + 1)]
         return best_of(results, budget)
@@ -153,14 +171,17 @@ class TPESearch:
         _check("TPESearch", n_trials=self.n_trials, max_lambda=self.max_lambda, max_factor=self.max_factor,
                from_scratch=self.from_scratch, optimize_depth=self.optimize_depth)
 
+    @validate_args(init=_SEARCH_ARGS["init"], max_lambda=_SEARCH_ARGS["max_lambda"])
     def upper_bound(self, init: SearchResult | None, max_lambda: float) -> float:
         start = [v for v in (init.lambdas if init else ()) if v is not None]
         if self.from_scratch or not start or max(start) <= 0:
             return float(self.max_lambda or max_lambda)
         return float(self.max_factor * max(start))
 
+    @_search_args
     def search(self, execute: Execute, n: int, budget: float, max_lambda: float, init: SearchResult | None,
-               seed: int) -> SearchResult:
+               random_state: Any) -> SearchResult:
+        """The best feasible TPE trial (optuna's sampler seeded with ``as_seed(random_state)``), else ``init``."""
         from trustlab.core.optional import require
 
         optuna = require("optuna", extra="xai", purpose="the TPE lambda search")
@@ -186,7 +207,7 @@ class TPESearch:
         verbosity = optuna.logging.get_verbosity()
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         try:
-            study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed))
+            study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=as_seed(random_state)))
             study.enqueue_trial(start)
             study.optimize(objective, n_trials=self.n_trials)
         finally:

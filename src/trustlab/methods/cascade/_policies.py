@@ -24,9 +24,10 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import clone
 
-from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options, RandomStateRule
+from trustlab.core.arguments import ArrayLike, HasMethods, SequenceOf, validate_args
+from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options, RandomStateRule, Satisfies
 from trustlab.core.exceptions import InputError, NotFittedError
+from trustlab.core.executor import Executor
 from trustlab.core.roles import RouteDecision
 from trustlab.core.roles import Router as RouterRole
 from trustlab.core.seeding import derive_seed, spawn_seed
@@ -172,6 +173,7 @@ class _Policy(RouterRole):
         self._engines = [*self._engines[-(_CACHE - 1):], (est, eng)]
         return eng
 
+    @validate_args(queries=[InstanceOf(SelectionTable, QualityEstimates)])
     def estimate(self, queries: Any) -> QualityEstimates:
         """QualityEstimates of ``queries`` (a SelectionTable) from the fitted estimator, or ``queries`` itself."""
         check_is_fitted(self, "n_models_")
@@ -207,6 +209,7 @@ class _Policy(RouterRole):
         cost = (traj.run(est.k) * est.true_cost).sum(axis=1).mean()
         return float(cost), float(est.quality[rows, traj.answer].mean())
 
+    @validate_args(budget=[Interval("real", 0, None)])
     def tune(self, budget: float) -> SearchResult:
         """The lambdas for ``budget`` (searched on the tuning rows once, then cached)."""
         check_is_fitted(self, "n_models_")
@@ -236,6 +239,7 @@ class _Policy(RouterRole):
                       f"reaches on its tuning rows ({res.cost:.6g}); it runs that cheapest plan instead.",
                       BudgetWarning, stacklevel=4)
 
+    @validate_args(budgets=[ArrayLike(low=0, min_len=0)], executor=[None, InstanceOf(Executor)])
     def tune_grid(self, budgets: Any, *, executor: Any = None) -> list[SearchResult]:
         """``[tune(b) for b in budgets]``; with an ``executor`` (:mod:`trustlab.core.executor`) the budgets not
         tuned yet are searched as parallel tasks (one per budget; the same lambdas as in this process, since
@@ -450,7 +454,8 @@ class CascadeRouter(_SupermodelPolicy):
         return engine.run_cr(self.space_, lambdas, rows, prune=self.prune, top_k=self.top_k)
 
 
-@validate_args(policy="no_validation", table=[InstanceOf(SelectionTable)], estimates=[None, InstanceOf(QualityEstimates)],
+@validate_args(policy=[HasMethods("fit", what="a cascade policy (OptimalRouter, ThresholdCascade, OptimalCascade, "
+                                                "CascadeRouter)")], table=[InstanceOf(SelectionTable)], estimates=[None, InstanceOf(QualityEstimates)],
                _example=lambda: {"policy": OptimalRouter(estimator=SyntheticNoiseEstimator(), allow_in_sample=True),
                                  "table": synthetic_table(20, 2, random_state=0)})
 def fit_policy(policy: Any, table: SelectionTable, *, estimates: QualityEstimates | None = None) -> Any:
@@ -460,6 +465,12 @@ def fit_policy(policy: Any, table: SelectionTable, *, estimates: QualityEstimate
     table.require("quality", "cost")
     return policy.fit(table.quality, table.cost, answers=table.answers, features=table.features,
                       queries=table.queries, models=table.models, estimates=estimates)
+
+
+#: the policies :func:`~trustlab.methods.cascade.policy_to_json` writes (fitted ones: checked by the body)
+POLICY = Satisfies(lambda v: isinstance(v, _Policy),
+                   "a cascade policy (OptimalRouter, ThresholdCascade, OptimalCascade, CascadeRouter)",
+                   [None, "policy", 3])
 
 
 def _check_fitted_policy(policy: Any) -> None:

@@ -18,6 +18,7 @@ from trustlab.core.exceptions import InputError
 from trustlab.methods.cascade._estimators import estimator_from_dict
 from trustlab.methods.cascade._lambda import ConstantSearch, RepetitiveConstantSearch, SearchResult, TPESearch
 from trustlab.methods.cascade._policies import (
+    POLICY,
     CascadeRouter,
     OptimalCascade,
     OptimalRouter,
@@ -36,7 +37,7 @@ def _lams(v: Any) -> list[float | None] | None:
     return None if v is None else [None if x is None else float(x) for x in v]
 
 
-@validate_args(policy="no_validation")
+@validate_args(policy=[POLICY])
 def policy_to_json(policy: Any) -> str:
     """The fitted ``policy`` (its estimator included) as a JSON string."""
     _check_fitted_policy(policy)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import ArrayLike, validate_args
-from trustlab.core.constraints import Interval, RandomStateRule
+from trustlab.core.constraints import Interval, RandomStateRule, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.hashing import content_hash
 from trustlab.core.seeding import check_random_state
@@ -26,6 +26,20 @@ __all__ = ["SelectionTable", "synthetic_table"]
 
 #: a model must not be listed twice; the models of a table are at most this many (2^k run-sets)
 MAX_MODELS = 16
+
+
+def _is_rows(v: Any) -> bool:
+    a = np.asarray(v)
+    return a.ndim == 1 and a.dtype.kind in "biu"
+
+
+#: the ``rows`` of ``subset``: what ``np.arange(n)[np.asarray(rows)]`` takes (indices or a boolean mask)
+ROWS = Satisfies(_is_rows, "row indices (a 1-d array of ints) or a boolean mask over the rows", [None, "rows", [0.5]],
+                 valid=[0])
+_MODELS = Satisfies(lambda v: isinstance(v, list | tuple) and len(v) > 0
+                    and all(isinstance(m, str) or (isinstance(m, int | np.integer) and not isinstance(m, bool))
+                            for m in v),
+                    "a non-empty list of model names (str) or column indices (int)", ["gpt", [], [1.5]], valid=[0])
 
 
 def _float_matrix(value: Any, name: str, shape: tuple[int, int] | None) -> np.ndarray:
@@ -185,6 +199,7 @@ class SelectionTable:
             raise InputError(f"This SelectionTable{' ' + repr(self.name) if self.name else ''} has no {missing}; "
                              f"the operation needs {list(what)}.")
 
+    @validate_args(rows=[ROWS])
     def subset(self, rows: Any) -> SelectionTable:
         """The table restricted to ``rows`` (indices or a boolean mask), in that order."""
         idx = np.arange(self.n_queries)[np.asarray(rows)]
@@ -196,6 +211,7 @@ class SelectionTable:
                               queries=self.queries[idx], answers=pick(self.answers), features=pick(self.features),
                               name=self.name)
 
+    @validate_args(models=[_MODELS])
     def select_models(self, models: Sequence[str | int]) -> SelectionTable:
         """The table restricted to ``models`` (names or column indices), in that order."""
         cols = [self.models.index(m) if isinstance(m, str) else int(m) for m in models]
@@ -207,6 +223,8 @@ class SelectionTable:
                               models=[self.models[c] for c in cols], queries=self.queries,
                               answers=pick(self.answers), features=self.features, name=self.name)
 
+    @validate_args(test_size=[Interval("real", 0, 1, closed="neither"), Interval(int, 1, None)],
+                   random_state=["random_state"])
     def split(self, test_size: float = 0.5, *, random_state: Any = None) -> tuple[SelectionTable, SelectionTable]:
         """A random (train, test) split of the rows (``sklearn.model_selection.train_test_split``)."""
         from sklearn.model_selection import train_test_split

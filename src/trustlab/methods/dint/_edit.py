@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from trustlab.core.arguments import validate_args
+from trustlab.core.arguments import PATH, takes_any, validate_args
 from trustlab.core.base import PaperInfo
 from trustlab.core.constraints import Boolean, Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError, NotFittedError
 from trustlab.core.roles import EditHandle, EditInfo, ModelEdit
+from trustlab.core.seeding import seed_alias
 from trustlab.methods.dint._paper import PAPER
 
 __all__ = ["LoReFT", "DReFT", "ReFTInfo", "load_intervention"]
@@ -116,6 +117,7 @@ class _ReFTBase(ModelEdit):
                              f"{d.d_model} (R has orthonormal rows). Got {self.rank} instead.")
         return d
 
+    @validate_args(d_model=[Interval(int, 1, None)])
     def build(self, d_model: int) -> Any:
         """Create fresh intervention modules for hidden size ``d_model`` (seeded by ``random_state``)."""
         import torch
@@ -131,13 +133,17 @@ class _ReFTBase(ModelEdit):
         self.reset_noise(seed)
         return self.module_
 
-    def reset_noise(self, seed: int) -> None:
-        """Re-seed the sampling noise of D-ReFT modules (a local torch.Generator; no-op for LoReFT)."""
-        from trustlab.core.seeding import torch_generator
+    @seed_alias
+    @validate_args(random_state=["random_state"])
+    def reset_noise(self, random_state: Any) -> None:
+        """Re-seed the sampling noise of D-ReFT modules (a local torch.Generator; no-op for LoReFT); module
+        ``i`` gets the seed ``as_seed(random_state) + i`` (an int is kept as is)."""
+        from trustlab.core.seeding import as_seed, torch_generator
 
+        seed = as_seed(random_state)
         for i, m in enumerate(getattr(self, "module_", [])):
             if hasattr(m, "generator"):
-                m.generator = torch_generator(int(seed) + i)
+                m.generator = torch_generator(seed + i)
 
     def _apply(self, model: Any, handle: EditHandle) -> None:
         d = self._check_model(model)
@@ -217,6 +223,8 @@ class _ReFTBase(ModelEdit):
         out = torch.where(l_mask[..., None], mods[1](h), h)
         return torch.where(f_mask[..., None], mods[0](h), out)
 
+    @takes_any(prompt_mask="a [B, T] mask entered once per batch on the hot path; torch.as_tensor(...).bool() "
+                           "takes any tensor or array")
     @contextlib.contextmanager
     def prompt_positions(self, prompt_mask: Any) -> Iterator[None]:
         """Inside the block, forwards use ``prompt_mask`` ``[B, T]`` (True at prompt tokens) for positions."""
@@ -236,6 +244,7 @@ class _ReFTBase(ModelEdit):
         return state
 
     # -------------------------------------------------------------------------------------- save/load
+    @validate_args(path=[PATH])
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the intervention to ``path`` (a safetensors file, parameters in its metadata); atomic."""
         from safetensors.torch import save_file
@@ -343,6 +352,7 @@ class DReFT(_ReFTBase):
         for m in self.module_:
             m.inference = self.inference
 
+    @validate_args(mode=[Options(("sample", "mean"))])
     @contextlib.contextmanager
     def inference_mode(self, mode: str) -> Iterator[None]:
         """Temporarily evaluate with ``"sample"`` or ``"mean"`` inference."""

@@ -23,11 +23,23 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import Interval, Options, Satisfies
+from trustlab.core.constraints import InstanceOf, Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError
-from trustlab.methods.dint._fit import INTERVENTION, TASK, _as_task, frozen_base, prompt_mask, tokenize_task
+from trustlab.methods.dint._fit import (
+    INTERVENTION,
+    MODEL,
+    TASK,
+    TOKENIZER,
+    _as_task,
+    frozen_base,
+    prompt_mask,
+    tokenize_task,
+)
+from trustlab.methods.dint._tasks import TaskData
 
 __all__ = ["InterventionEvaluator", "RobustnessReport", "RobustnessRow", "robustness_report", "normalised_auc"]
+
+_TASK_DATA = InstanceOf(TaskData)
 
 
 @dataclass(frozen=True)
@@ -49,6 +61,8 @@ class RobustnessReport:
     rows: list[RobustnessRow] = field(default_factory=list)
     nauc: dict[str, float] = field(default_factory=dict)
 
+    @validate_args(perturbation=[str], level=[Interval("real", 0, None)],
+                   inference=[None, Options(("deterministic", "sample", "mean"))])
     def accuracy(self, perturbation: str, level: float = 0.0, inference: str | None = None) -> float:
         for r in self.rows:
             if r.perturbation == perturbation and abs(r.level - level) < 1e-12 and inference in (None, r.inference):
@@ -110,6 +124,7 @@ class InterventionEvaluator:
         self._seqs: dict[int, Any] = {}
         self._fwd: dict[tuple[int, int], Any] = {}
 
+    @validate_args(task=[_TASK_DATA])
     def sequences(self, task: Any) -> Any:
         key = id(task)
         if key not in self._seqs:
@@ -126,6 +141,7 @@ class InterventionEvaluator:
             self._seqs[key] = (task, s)
         return self._seqs[key][1]
 
+    @validate_args(task=[_TASK_DATA], start=[Interval(int, 0, None)])
     def forward(self, task: Any, start: int) -> Any:
         from trustlab.llm import PolicyForward, dims
 
@@ -184,11 +200,18 @@ class InterventionEvaluator:
         gold = np.asarray([o.index(a) for a, o in zip(task.answers, task.options, strict=True)])
         return float((lp.argmax(1) == gold).mean())
 
+    @validate_args(task=[_TASK_DATA], intervention=[INTERVENTION, None], noise_layer=[Interval(int, 0, None), None],
+                   noise_level=[Interval("real", 0, None)], weight_noise=[Interval("real", 0, None)],
+                   inference=[Options(("sample", "mean")), None], n_draws=[Interval(int, 1, None)],
+                   random_state=["random_state"])
     def accuracy(self, task: Any, intervention: Any = None, *, noise_layer: int | None = None,
                  noise_level: float = 0.0, weight_noise: float = 0.0, inference: str | None = None,
-                 n_draws: int = 1, random_state: int = 0) -> tuple[float, float]:
+                 n_draws: int = 1, random_state: Any = 0) -> tuple[float, float]:
         """(mean, sd) accuracy over ``n_draws`` draws (noise and D-ReFT sampling re-seeded per draw)."""
+        from trustlab.core.seeding import as_seed
         from trustlab.llm import dims
+
+        random_state = as_seed(random_state)  # an int is kept: the draws' seeds are int(random_state) * 1000 + d
 
         n_layers = dims(self.model).n_layers
         noise = None if noise_level == 0 or noise_layer is None else (int(noise_layer), float(noise_level))
@@ -260,12 +283,12 @@ def perturbed_weights(intervention: Any, scale: float, random_state: int = 0) ->
 _LEVELS = SequenceOf(Interval("real", 0, None))
 
 
-@validate_args(model="no_validation", intervention=[INTERVENTION, None], clean=[TASK], tokenizer="no_validation",
+@validate_args(model=[MODEL], intervention=[INTERVENTION, None], clean=[TASK], tokenizer=[None, TOKENIZER],
                shifts=[Satisfies(lambda v: isinstance(v, dict), "a dict name -> TaskData", [3]), None],
                noise_levels=[_LEVELS], noise_layers=[SequenceOf(Interval(int, 0, None)), None],
                weight_noise=[Interval(float, 0, None)], n_draws=[Interval(int, 1, None)],
                inference=[SequenceOf(Options(("sample", "mean")))], batch_size=[Interval(int, 1, None)],
-               random_state=["random_state"])
+               random_state=["random_state"], evaluator=[None, InstanceOf(InterventionEvaluator)])
 def robustness_report(
     model: Any, intervention: Any, clean: Any, tokenizer: Any = None, *, shifts: dict[str, Any] | None = None,
     noise_levels: Any = (0.0, 0.1, 0.2, 0.4), noise_layers: Any = None, weight_noise: float = 0.05,

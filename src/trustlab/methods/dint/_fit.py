@@ -19,6 +19,7 @@ import numpy as np
 from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Boolean, Interval, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError
+from trustlab.llm.rules import LanguageModel, Tokenizer
 from trustlab.methods.dint._tasks import TaskData, load_task_jsonl
 
 __all__ = ["InterventionFit", "PositionOverlapWarning", "fit_intervention", "tokenize_task"]
@@ -56,6 +57,12 @@ def _example_intervention() -> Any:
 
 INTERVENTION = Satisfies(_is_intervention, "a LoReFT or DReFT intervention", ["loreft", 3],
                          valid=_example_intervention())
+#: the causal LM (``trustlab.llm.load_model`` or ``tiny_random_llama``) and its tokenizer
+MODEL, TOKENIZER = LanguageModel(), Tokenizer()
+_FORWARD = Satisfies(lambda v: hasattr(v, "k_top") and hasattr(v, "sequences"),
+                     "a trustlab.llm.PolicyForward of the tokenised data", ["forward", 3])
+
+
 TASK = Satisfies(lambda v: isinstance(v, TaskData | str | os.PathLike), "TaskData or the path of a JSONL task",
                  [3, None], valid=TaskData(("What is 1 + 1?",), ("2",)))
 
@@ -71,7 +78,7 @@ def _tokenizer(model: Any, tokenizer: Any) -> Any:
     return tok
 
 
-@validate_args(model="no_validation", data=[TASK], tokenizer="no_validation", chat=[Boolean()],
+@validate_args(model=[MODEL], data=[TASK], tokenizer=[None, TOKENIZER], chat=[Boolean()],
                system=[str, None])
 def tokenize_task(model: Any, data: Any, tokenizer: Any = None, *, chat: bool = True, system: str | None = None) -> Any:
     """Tokenise (prompt, gold answer) rows into a :class:`trustlab.llm.SequenceSet` (chat template, EOS)."""
@@ -145,13 +152,13 @@ def _warn_overlap(seqs: Any, positions: str) -> None:
                       stacklevel=3)
 
 
-@validate_args(model="no_validation", intervention=[INTERVENTION], data=[TASK], tokenizer="no_validation",
+@validate_args(model=[MODEL], intervention=[INTERVENTION], data=[TASK], tokenizer=[None, TOKENIZER],
                steps=[Interval(int, 0, None)], batch_size=[Interval(int, 1, None)],
                lr=[Interval(float, 0, None, closed="neither"), None], warmup_steps=[Interval(int, 0, None)],
                schedule=[Satisfies(lambda v: v in ("constant", "linear", "cosine"), "one of constant/linear/cosine",
                                    ["step"], valid="linear")],
                chat=[Boolean()], system=[str, None], random_state=["random_state"],
-               cache_dir=[str, os.PathLike, None], threads=[Interval(int, 1, None), None], forward="no_validation")
+               cache_dir=[str, os.PathLike, None], threads=[Interval(int, 1, None), None], forward=[None, _FORWARD])
 def fit_intervention(
     model: Any, intervention: Any, data: Any, tokenizer: Any = None, *, steps: int = 50, batch_size: int = 8,
     lr: float | None = None, warmup_steps: int = 0, schedule: str = "linear", chat: bool = True,

@@ -9,6 +9,7 @@ colder, faster, can fly, or has a given colour, from a small lexicon in this fil
 
 from __future__ import annotations
 
+import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Interval, Options
+from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.seeding import check_random_state
 
@@ -56,6 +57,10 @@ def number_word(k: int) -> str:
     return _TENS[t] + ("" if o == 0 else "-" + _ONES[o])
 
 
+_ROWS = Satisfies(lambda v: not isinstance(v, str | bytes) and all(isinstance(i, numbers.Integral) for i in v),
+                  "row indices (an iterable of ints)", [None, "rows", [0.5]], valid=[0])
+
+
 @dataclass(frozen=True)
 class TaskData:
     """Prompts with gold answers; ``options`` (two per prompt) for choice tasks scored by log-prob."""
@@ -76,6 +81,7 @@ class TaskData:
     def __len__(self) -> int:
         return len(self.prompts)
 
+    @validate_args(rows=[_ROWS])
     def subset(self, rows: Any) -> TaskData:
         r = [int(i) for i in rows]
         return TaskData(tuple(self.prompts[i] for i in r), tuple(self.answers[i] for i in r),

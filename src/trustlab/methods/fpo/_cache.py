@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import validate_args
+from trustlab.core.arguments import PATH, ArrayLike, validate_args
 from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import AssetNotFoundError, InputError
 from trustlab.core.hashing import content_hash
@@ -32,6 +32,8 @@ __all__ = ["FeatureCache", "pooled_features"]
 
 _FORMAT = "1"
 POOLING = "masked-mean-response-tokens"
+_SITE = [Options(("resid", "final_norm"))]
+_TOP_K = [Interval(int, 1, None), None]
 
 
 def response_positions(forward: Any, rows: Any) -> Any:
@@ -105,6 +107,7 @@ class FeatureCache:
         return int(self.features.shape[0])
 
     @staticmethod
+    @validate_args(forward=_forward_rule(), sae=[SparseAutoencoder], site=_SITE, top_k=_TOP_K)
     def expected_fingerprint(forward: Any, sae: SparseAutoencoder, *, site: str = "resid",
                              top_k: int | None = None) -> dict[str, str]:
         from trustlab.llm import weights_fingerprint
@@ -115,8 +118,8 @@ class FeatureCache:
 
     @classmethod
     @validate_args(_example=lambda: {**_fwd_example(), "sae": SparseAutoencoder(72, 16, k=4)},
-                   forward=_forward_rule(), sae=[SparseAutoencoder], site=[Options(("resid", "final_norm"))],
-                   top_k=[Interval(int, 1, None), None], batch_size=[Interval(int, 1, None)])
+                   forward=_forward_rule(), sae=[SparseAutoencoder], site=_SITE, top_k=_TOP_K,
+                   batch_size=[Interval(int, 1, None)])
     def compute(cls, forward: Any, sae: SparseAutoencoder, *, site: str = "resid", top_k: int | None = None,
                 batch_size: int = 32) -> FeatureCache:
         """Reference features of every row of ``forward.sequences`` (adapters disabled, one pass)."""
@@ -142,10 +145,12 @@ class FeatureCache:
             forward.model.train(was)
         return cls(out, cls.expected_fingerprint(forward, sae, site=site, top_k=top_k))
 
+    @validate_args(rows=[ArrayLike(dtype="integer", min_len=0)])
     def rows(self, rows: Any) -> Any:
         """Features of ``rows`` ``[n, width]``."""
         return self.features[torch.as_tensor(np.asarray(rows, dtype=np.int64).reshape(-1))]
 
+    @validate_args(forward=_forward_rule(), sae=[SparseAutoencoder], site=_SITE, top_k=_TOP_K)
     def check(self, forward: Any, sae: SparseAutoencoder, *, site: str = "resid", top_k: int | None = None) -> None:
         """Raise InputError unless this cache belongs to ``forward``'s tokens and weights, ``sae`` and settings."""
         want = self.expected_fingerprint(forward, sae, site=site, top_k=top_k)
@@ -157,6 +162,7 @@ class FeatureCache:
             raise InputError("This FeatureCache is stale: " + "; ".join(why[k] for k in stale) + ". Recompute it "
                              "with FeatureCache.compute for these sequences, this model and this SAE.")
 
+    @validate_args(path=[PATH])
     def save(self, path: str | os.PathLike[str]) -> Path:
         """One safetensors file (atomic), the fingerprint in its metadata."""
         from safetensors.torch import save_file
@@ -168,6 +174,7 @@ class FeatureCache:
         return atomic_write(path, lambda tmp: save_file({"features": self.features.contiguous()}, tmp, metadata=meta))
 
     @classmethod
+    @validate_args(path=[PATH], forward=[None, *_forward_rule()], sae=[None, SparseAutoencoder], site=_SITE, top_k=_TOP_K)
     def load(cls, path: str | os.PathLike[str], *, forward: Any = None, sae: SparseAutoencoder | None = None,
              site: str = "resid", top_k: int | None = None) -> FeatureCache:
         """Read a cache written by :meth:`save`; with ``forward`` and ``sae`` a stale one is refused."""

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Interval, Options
+from trustlab.core.constraints import Boolean, Interval, Options
 from trustlab.core.optional import require
 from trustlab.methods.fpo._cache import FeatureCache, features_of
 from trustlab.methods.fpo._loss import feature_distance
 from trustlab.methods.fpo._objective import _adapters_off, _segment_sum, response_logits
-from trustlab.methods.fpo._sae import SparseAutoencoder, _forward_rule, _fwd_example
+from trustlab.methods.fpo._sae import ROWS, SparseAutoencoder, _forward_rule, _fwd_example
 
 torch = require("torch", purpose="trustlab.methods.fpo evaluation")
 
@@ -44,7 +44,7 @@ def _batches(forward: Any, rows: Any, batch_size: int) -> list[np.ndarray]:
     return [idx[s : s + batch_size] for s in range(0, len(idx), batch_size)]
 
 
-@validate_args(forward=_forward_rule(), batch_size=[Interval(int, 1, None)], _example=_fwd_example)
+@validate_args(forward=_forward_rule(), rows=ROWS, batch_size=[Interval(int, 1, None)], _example=_fwd_example)
 def reference_kl(forward: Any, rows: Any = None, *, batch_size: int = 16) -> KLEval:
     """Sequential ``KL(pi_ref || pi_theta)`` and policy entropy over the response tokens of ``rows``.
 
@@ -82,8 +82,8 @@ def reference_kl(forward: Any, rows: Any = None, *, batch_size: int = 16) -> KLE
                   np.concatenate(cnts).astype(int))
 
 
-@validate_args(forward=_forward_rule(), sae=[SparseAutoencoder], cache=[FeatureCache], k=[Interval(int, 1, None)],
-               batch_size=[Interval(int, 1, None)], units=[Options(("raw", "normalised"))],
+@validate_args(forward=_forward_rule(), sae=[SparseAutoencoder], cache=[FeatureCache], rows=ROWS,
+               k=[Interval(int, 1, None)], union=[Boolean()], site=[Options(("resid", "final_norm"))], batch_size=[Interval(int, 1, None)], units=[Options(("raw", "normalised"))],
                _example=lambda: _fm_example())
 def feature_mse(forward: Any, sae: SparseAutoencoder, cache: FeatureCache, rows: Any = None, *, k: int = 32,
                 union: bool = True, site: str = "resid", batch_size: int = 16, units: str = "raw") -> np.ndarray:

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Interval, Options, Satisfies
+from trustlab.core.arguments import PATH, ArrayLike, takes_any, validate_args
+from trustlab.core.constraints import Boolean, Interval, Options, Satisfies
 from trustlab.core.exceptions import AssetNotFoundError, ConfigError, InputError
 from trustlab.core.hashing import content_hash
 from trustlab.core.optional import require
@@ -33,6 +33,10 @@ __all__ = ["SAEReport", "SparseAutoencoder", "collect_activations", "sae_report"
 
 _FORMAT = "1"
 _POS_INT = [Interval(int, 1, None)]
+#: the ``rows`` of a SequenceSet (None: all), as ``np.asarray(rows, dtype=np.int64).reshape(-1)`` reads them
+ROWS = [None, ArrayLike(dtype="integer", min_len=0)]
+#: activations entering the SAE in the training and FPO loops: not validated per call (``_check_input`` is)
+_HOT_X = "activations [..., d_in] on the training hot path; _check_input refuses a non-tensor or a wrong width"
 
 
 def _acts_rule() -> Any:
@@ -85,12 +89,14 @@ class SparseAutoencoder(torch.nn.Module):
             raise InputError(f"This SparseAutoencoder takes activations of width d_in={self.d_in} (the model's "
                              f"hidden size it was trained on). Got {got}.")
 
+    @takes_any(x=_HOT_X)
     def pre_activations(self, x: Any) -> Any:
         """``W_enc (s x - b_dec) + b_enc`` (before the sparsifying non-linearity)."""
         self._check_input(x)
         w = self.W_enc
         return (x.to(w.dtype) * self.scale - self.b_dec) @ w + self.b_enc
 
+    @takes_any(x=_HOT_X)
     def encode(self, x: Any) -> Any:
         """Feature activations ``[..., width]`` (>= 0; exactly ``k`` non-zero per token for TopK in general)."""
         pre = torch.relu(self.pre_activations(x))
@@ -99,10 +105,12 @@ class SparseAutoencoder(torch.nn.Module):
         v, i = pre.topk(self.k, dim=-1)
         return torch.zeros_like(pre).scatter(-1, i, v)
 
+    @takes_any(c="feature activations [..., width] on the training hot path; the matmul with W_dec checks the width")
     def decode(self, c: Any) -> Any:
         """Reconstruction in the input's units."""
         return (c @ self.W_dec + self.b_dec) / self.scale
 
+    @takes_any(x=_HOT_X)
     def forward(self, x: Any) -> Any:
         return self.decode(self.encode(x))
 
@@ -122,6 +130,7 @@ class SparseAutoencoder(torch.nn.Module):
         tensors = {n: t.detach().cpu().contiguous().numpy().tobytes() for n, t in self.state_dict().items()}
         return content_hash({"config": self.config(), "tensors": {n: content_hash(b) for n, b in tensors.items()}})
 
+    @validate_args(path=[PATH])
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the SAE as one safetensors file (atomically); config and fingerprint in its metadata."""
         from safetensors.torch import save_file
@@ -134,6 +143,7 @@ class SparseAutoencoder(torch.nn.Module):
         return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
 
     @classmethod
+    @validate_args(path=[PATH])
     def load(cls, path: str | os.PathLike[str]) -> SparseAutoencoder:
         """Read an SAE written by :meth:`save`; a file whose tensors do not match its fingerprint is refused."""
         from safetensors import safe_open
@@ -279,8 +289,8 @@ def _fwd_example() -> dict[str, Any]:
     return {"forward": PolicyForward(model, tokenize_pairs(tok, ["Hi"], ["Hello"]), replay=None)}
 
 
-@validate_args(forward=_forward_rule(), batch_size=_POS_INT, site=[Options(("resid", "final_norm"))],
-               _example=_fwd_example)
+@validate_args(forward=_forward_rule(), rows=ROWS, batch_size=_POS_INT, site=[Options(("resid", "final_norm"))],
+               reference=[Boolean()], _example=_fwd_example)
 def collect_activations(forward: Any, rows: Any = None, *, batch_size: int = 16, site: str = "resid",
                         reference: bool = True) -> Any:
     """Last-block activations at the response tokens of ``rows`` (default: all), ``[n_tokens, d]`` float32 CPU.

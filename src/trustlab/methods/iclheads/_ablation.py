@@ -22,6 +22,7 @@ from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError, TrustlabError
 from trustlab.core.roles import EditHandle, EditInfo, ModelEdit
+from trustlab.llm.rules import LanguageModel, Tokenizer
 from trustlab.methods.iclheads._paper import PAPER
 
 __all__ = ["HeadAblation", "PreparedPrompts", "first_token_accuracy", "jaccard", "random_scores", "select_heads"]
@@ -274,6 +275,7 @@ class PreparedPrompts:
                 cache = cache if cache is not None else out.past_key_values
                 self.batches.append((ids, mask, pos, cache))
 
+    @validate_args(capture_heads=["boolean"])
     def last_logits(self, capture_heads: bool = False) -> Any:
         """Last-position logits ``[N, vocab]`` (and optionally head outputs ``[N, L, H, d_head]``) under the
         edits active now; each batch replays only its last token on the cached prefix."""
@@ -310,8 +312,8 @@ class PreparedPrompts:
         return float(np.mean(self.predict() == self.targets))
 
 
-@validate_args(model="no_validation", texts=[SequenceOf(str)], targets=[ArrayLike(ndim=1, dtype="integer")],
-               batch_size=[Interval(int, 1, None)])
+@validate_args(model=[LanguageModel()], texts=[SequenceOf(str)], targets=[ArrayLike(ndim=1, dtype="integer")],
+               tokenizer=[None, Tokenizer()], batch_size=[Interval(int, 1, None)])
 def first_token_accuracy(model: Any, texts: Sequence[str], targets: Sequence[int], *, tokenizer: Any = None,
                          batch_size: int = 16) -> float:
     """Greedy first-token accuracy of ``model`` on prompts: one left-padded full forward per batch.

@@ -24,6 +24,7 @@ from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, TrustlabError
 from trustlab.core.seeding import as_seed
+from trustlab.llm.rules import LanguageModel, Tokenizer
 from trustlab.methods.iclheads._tasks import (
     _TASKS,
     EVAL_TASKS,
@@ -80,8 +81,8 @@ def _tok(model: Any, tokenizer: Any) -> Any:
 _TASK = Satisfies(_is_task, "a task name, a JSON file path or an ICLTask", [3.5, None], valid="antonym")
 
 
-@validate_args(model="no_validation", task=[_TASK], n_mean=[Interval(int, 1, None)], n_shots=[Interval(int, 0, None)],
-               random_state=["random_state"], batch_size=[Interval(int, 1, None)])
+@validate_args(model=[LanguageModel()], task=[_TASK], n_mean=[Interval(int, 1, None)], n_shots=[Interval(int, 0, None)],
+               random_state=["random_state"], tokenizer=[None, Tokenizer()], batch_size=[Interval(int, 1, None)])
 def mean_head_activations(
     model: Any,
     task: ICLTask | str,
@@ -147,12 +148,15 @@ def _attribution_cie(model: Any, ids: list[int], mean: Any, target: int) -> tupl
     return cie.numpy(), float(prob.detach()), d.n_layers * d.n_heads
 
 
-@validate_args(model="no_validation", tasks=[None, _TASKS], n_mean=[Interval(int, 1, None)],
+@validate_args(model=[LanguageModel()], tasks=[None, _TASKS], n_mean=[Interval(int, 1, None)],
                n_trials=[Interval(int, 1, None)], n_shots=[Interval(int, 1, None)],
                method=[Options(["exact", "attribution"])],
                held_out=[None, Satisfies(lambda v: isinstance(v, list | tuple) and (not v or _TASKS.is_satisfied_by(v)),
                                          "a list of tasks (empty: no leakage check)", [3.5, "x"], valid=())],
-               random_state=["random_state"], batch_size=[Interval(int, 2, None)])
+               task_means=[None, Satisfies(lambda v: isinstance(v, dict), "a dict task name -> mean activations "
+                                           "(FVScores.task_means)", [3, "means"])],
+               tokenizer=[None, Tokenizer()], random_state=["random_state"], batch_size=[Interval(int, 2, None)],
+               progress=[None, "callable"])
 def fv_scores(
     model: Any,
     tasks: Sequence[ICLTask | str] | None = None,

@@ -18,12 +18,13 @@ import numpy as np
 from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError
+from trustlab.llm.rules import LanguageModel, Tokenizer
 
 __all__ = ["induction_pattern_scores", "induction_scores", "random_repeat_tokens"]
 
 
 
-@validate_args(tokenizer="no_validation", n_seqs=[Interval(int, 1, None)], seq_len=[Interval(int, 1, None)],
+@validate_args(tokenizer=[Tokenizer()], n_seqs=[Interval(int, 1, None)], seq_len=[Interval(int, 1, None)],
                vocab=[None, Interval(int, 1, None)], random_state=["random_state"], prepend_bos=["boolean"])
 def random_repeat_tokens(
     tokenizer: Any, n_seqs: int, seq_len: int, *, vocab: int | None = None, random_state: int = 0,
@@ -95,8 +96,8 @@ def induction_pattern_scores(pattern: Any, tokens: Any, seq_len: int, *, variant
     raise ConfigError(f"The 'variant' must be 'classic' or 'tl'. Got {variant!r} instead.")
 
 
-@validate_args(model="no_validation", n_seqs=[Interval(int, 1, None)], seq_len=[Interval(int, 2, None)],
-               variant=[Options(["classic", "tl"])], batch_size=[Interval(int, 1, None)],
+@validate_args(model=[LanguageModel()], n_seqs=[Interval(int, 1, None)], seq_len=[Interval(int, 2, None)],
+               variant=[Options(["classic", "tl"])], batch_size=[Interval(int, 1, None)], tokenizer=[None, Tokenizer()],
                random_state=["random_state"], switch_to_eager=["boolean"])
 def induction_scores(
     model: Any,

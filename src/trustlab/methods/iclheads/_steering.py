@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import validate_args
+from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import Interval, Satisfies
 from trustlab.core.exceptions import InputError
+from trustlab.llm.rules import LanguageModel, Tokenizer
 from trustlab.methods.iclheads._tasks import ICLTask, _as_tasks, _is_task, format_prompt, target_token
 
 
@@ -31,10 +32,10 @@ _TASK_OR_MEANS = Satisfies(lambda v: _is_task(v) or hasattr(v, "shape") or isins
 __all__ = ["function_vector", "steered_accuracy"]
 
 
-@validate_args(model="no_validation",
+@validate_args(model=[LanguageModel()],
                heads=[Satisfies(_is_heads, "a list of (layer, head) pairs", ["ab", [(1,)]], valid=[(0, 0)])],
                task=[_TASK_OR_MEANS], n_mean=[Interval(int, 1, None)], n_shots=[Interval(int, 0, None)],
-               random_state=["random_state"])
+               random_state=["random_state"], tokenizer=[None, Tokenizer()])
 def function_vector(
     model: Any,
     heads: Sequence[tuple[int, int]],
@@ -92,10 +93,10 @@ def function_vector(
     return out.numpy()
 
 
-@validate_args(model="no_validation",
+@validate_args(model=[LanguageModel()],
                task=[Satisfies(_is_task, "a task name, a JSON file path or an ICLTask", [3.5, None], valid="antonym")],
-               fv="no_validation", layer=[None, Interval(int, 0, None)], scale=[Interval(float, None, None)],
-               batch_size=[Interval(int, 1, None)])
+               fv=[None, ArrayLike(ndim=1)], layer=[None, Interval(int, 0, None)], scale=[Interval(float, None, None)],
+               tokenizer=[None, Tokenizer()], batch_size=[Interval(int, 1, None)])
 def steered_accuracy(
     model: Any,
     task: ICLTask | str,

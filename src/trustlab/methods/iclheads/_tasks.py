@@ -21,6 +21,8 @@ import numpy as np
 from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import AssetNotFoundError, InputError, UnknownNameError, did_you_mean
+from trustlab.core.seeding import check_random_state, seed_alias
+from trustlab.llm.rules import Tokenizer
 
 __all__ = [
     "EVAL_TASKS",
@@ -76,11 +78,14 @@ class ICLTask:
     def __len__(self) -> int:
         return len(self.pairs)
 
-    def split(self, test_fraction: float = 0.4, seed: int = 0) -> tuple[ICLTask, ICLTask]:
-        """Deterministic (train, test) split of the pairs; both parts are ICLTasks of the same kind."""
+    @seed_alias
+    @validate_args(test_fraction=[Interval("real", 0, 1, closed="neither")], random_state=["random_state"])
+    def split(self, test_fraction: float = 0.4, random_state: Any = 0) -> tuple[ICLTask, ICLTask]:
+        """Deterministic (train, test) split of the pairs (for an int or Generator ``random_state``); both parts
+        are ICLTasks of the same kind."""
         if not 0.0 < test_fraction < 1.0:
             raise InputError(f"The 'test_fraction' of ICLTask.split must be in (0, 1). Got {test_fraction!r}.")
-        order = np.random.default_rng(seed).permutation(len(self.pairs))
+        order = check_random_state(random_state).permutation(len(self.pairs))
         n_test = max(1, int(round(test_fraction * len(self.pairs))))
         if n_test >= len(self.pairs):
             raise InputError(f"Task {self.name!r} has too few pairs ({len(self.pairs)}) to split.")
@@ -126,7 +131,13 @@ def _read_pairs_file(path: Path) -> Any:
     return data
 
 
-@validate_args(name=[str], pairs="no_validation", kind=[str])
+def _is_pairs_source(v: Any) -> bool:
+    return isinstance(v, str | os.PathLike) or (isinstance(v, Iterable) and not isinstance(v, dict | bytes))
+
+
+@validate_args(name=[str], pairs=[Satisfies(_is_pairs_source, "a list of (input, output) pairs or {'input', 'output'} "
+                                            "dicts, or the path of a JSON file of them", [None, 3, {"a": "b"}])],
+               kind=[str], _example=lambda: {"name": "toy", "pairs": [("a", "b"), ("c", "d")]})
 def make_task(name: str, pairs: Iterable[Any] | str | os.PathLike[str], kind: str = "custom") -> ICLTask:
     """Your own task: validate ``pairs`` into an :class:`ICLTask`.
 
@@ -343,7 +354,7 @@ def build_prompts(
     return prompts
 
 
-@validate_args(tokenizer="no_validation", answer=[str])
+@validate_args(tokenizer=[Tokenizer()], answer=[str])
 def target_token(tokenizer: Any, answer: str) -> int:
     """First token id of ``" " + answer`` (the official first-token target)."""
     ids = tokenizer(" " + answer, add_special_tokens=False)["input_ids"]
@@ -352,7 +363,7 @@ def target_token(tokenizer: Any, answer: str) -> int:
     return int(ids[0])
 
 
-@validate_args(_example=_toy, tokenizer="no_validation", task=[InstanceOf(ICLTask)])
+@validate_args(_example=_toy, tokenizer=[Tokenizer()], task=[InstanceOf(ICLTask)])
 def single_token_fraction(tokenizer: Any, task: ICLTask) -> float:
     """Fraction of the task's answers that are one token after a leading space."""
     n = sum(len(tokenizer(" " + y, add_special_tokens=False)["input_ids"]) == 1 for _, y in task.pairs)

@@ -40,6 +40,7 @@ class WatermarkKey:
         self._secret = int(secret)
 
     @classmethod
+    @validate_args(random_state=["random_state"])
     def generate(cls, random_state: Any = None) -> WatermarkKey:
         """A random key drawn from ``random_state`` (int, Generator or None)."""
         rng = check_random_state(random_state, owner="WatermarkKey.generate")

@@ -9,6 +9,7 @@ pair per chosen p with a uniformly drawn rejected one.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,9 @@ class PreferenceSet:
     def n_pairs(self) -> int:
         return len(self.chosen)
 
+    @validate_args(rows=[Satisfies(lambda v: not isinstance(v, str | bytes) and all(isinstance(i, numbers.Integral)
+                                                                                      for i in v),
+                                   "row indices (an iterable of ints)", [None, "rows", [0.5]], valid=[0])])
     def subset(self, rows: Sequence[int]) -> PreferenceSet:
         rows = list(rows)
         return PreferenceSet([self.prompts[i] for i in rows], [self.chosen[i] for i in rows],

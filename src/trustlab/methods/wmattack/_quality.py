@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import validate_args
+from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.constraints import Boolean, InstanceOf
 from trustlab.core.exceptions import InputError
 
@@ -28,6 +28,10 @@ class QualityScores:
     cosine: np.ndarray
     perplexity: np.ndarray
     ppl_model: str | None
+
+
+#: texts to score (an empty list gives empty scores)
+_TEXTS = [SequenceOf(InstanceOf(str), min_len=0)]
 
 
 class QualityOracle:
@@ -44,6 +48,7 @@ class QualityOracle:
         self.embedder, self.ppl_model, self.ppl_tokenizer = embedder, ppl_model, ppl_tokenizer
         self.ppl_name, self.note = ppl_name, note
 
+    @validate_args(sources=_TEXTS, outputs=_TEXTS)
     def cosine(self, sources: Sequence[str], outputs: Sequence[str]) -> np.ndarray:
         """Cosine similarity of each output's embedding to its source's (empty outputs score 0)."""
         if len(sources) != len(outputs):
@@ -55,6 +60,7 @@ class QualityOracle:
         cos[[not o.strip() for o in outputs]] = 0.0
         return cos
 
+    @validate_args(texts=_TEXTS)
     def perplexity(self, texts: Sequence[str]) -> np.ndarray:
         """Per-text perplexity under the perplexity model (NaN when none, or for texts under 2 tokens)."""
         if self.ppl_model is None:
@@ -73,6 +79,7 @@ class QualityOracle:
                 out[i] = math.exp(float(nll))
         return out
 
+    @validate_args(sources=_TEXTS, outputs=_TEXTS, perplexity=[Boolean()])
     def score(self, sources: Sequence[str], outputs: Sequence[str], perplexity: bool = True) -> QualityScores:
         ppl = self.perplexity(outputs) if perplexity else np.full(len(outputs), np.nan)
         return QualityScores(self.cosine(sources, outputs), ppl, self.ppl_name)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.hashing import content_hash
@@ -22,7 +22,7 @@ from trustlab.core.roles import Attack
 from trustlab.llm.rules import LanguageModel, Tokenizer
 from trustlab.methods.wmattack._generation import generate_watermarked
 from trustlab.methods.wmattack._quality import QualityOracle
-from trustlab.methods.wmattack._watermarks import Watermark
+from trustlab.methods.wmattack._watermarks import Detection, Watermark
 
 __all__ = ["AttackScore", "RobustnessReport", "score_attack", "wm_robustness", "StageCache"]
 
@@ -43,9 +43,16 @@ class AttackScore:
     perplexity: float
 
 
-@validate_args(_example=lambda: {"attack": "x", "detection": None, "cosine": [1.0]}, attack=[InstanceOf(str)],
-               detection="no_validation", cosine=[SequenceOf(Interval(float, -1.0001, 1.0001)), InstanceOf(np.ndarray)],
-               cos_threshold=[Interval(float, -1, 1)])
+def _detection_example() -> Detection:
+    one = np.ones(1)
+    return Detection(one, one, np.zeros(1, bool), np.ones(1, int), np.ones(1, bool), 1e-4, "kgw", "0" * 12)
+
+
+@validate_args(_example=lambda: {"attack": "x", "detection": _detection_example(), "cosine": [1.0]},
+               attack=[InstanceOf(str)], detection=[InstanceOf(Detection)],
+               cosine=[SequenceOf(Interval(float, -1.0001, 1.0001)), InstanceOf(np.ndarray)],
+               cos_threshold=[Interval(float, -1, 1)], cost=[None, ArrayLike(low=0)],
+               perplexity=[None, ArrayLike(finite=False)])
 def score_attack(attack: str, detection: Any, cosine: Any, *, cos_threshold: float = 0.75, cost: Any = None,
                  perplexity: Any = None) -> AttackScore:
     """An :class:`AttackScore` from a :class:`Detection` of the attacked texts and their cosines to the sources."""
@@ -89,6 +96,9 @@ class StageCache:
         self.root = None if cache_dir is None else Path(cache_dir) / "wmattack"
         self.hits: list[str] = []
 
+    @validate_args(stage=[str], parts=[Satisfies(lambda v: isinstance(v, list | tuple), "a list of what the stage "
+                                                 "depends on (hashed into its key)", ["parts", 3])],
+                   compute=["callable"])
     def get(self, stage: str, parts: Sequence[Any], compute: Callable[[], Any]) -> Any:
         if self.root is None:
             return compute()

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Interval, validate_value
 from trustlab.core.optional import require
+from trustlab.llm.rules import LanguageModel
 from trustlab.methods.wmattack._keys import WatermarkKey
 from trustlab.methods.wmattack._watermarks import Watermark
 
@@ -53,12 +55,14 @@ class SynthID(Watermark):
             ngram_len=self.ngram_len, keys=self._keys, sampling_table_size=self.sampling_table_size,
             sampling_table_seed=self._table_seed, context_history_size=self.context_history_size, device="cpu")
 
+    @validate_args(model=[None, LanguageModel()])
     def processor(self, model: Any = None) -> Any:
         """A fresh transformers SynthID processor (it keeps per-generation state: one per ``generate``)."""
         if model is not None:
             self.check_model(model)
         return self._new()
 
+    @validate_args(n_tokens=[Interval(int, 0, None)])
     def n_scorable(self, n_tokens: int) -> int:
         return n_tokens - (self.ngram_len - 1)
 

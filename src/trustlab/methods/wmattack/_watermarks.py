@@ -15,6 +15,7 @@ transformers' ``WatermarkDetector`` on the same key and ids (tested).
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import InstanceOf, Interval, Options, validate_value
+from trustlab.core.arguments import SequenceOf, takes_any, validate_args
+from trustlab.core.constraints import InstanceOf, Interval, Options, Satisfies, validate_value
 from trustlab.core.exceptions import ConfigError, InputError, UnknownNameError, did_you_mean
 from trustlab.core.hashing import content_hash
 from trustlab.core.optional import require
-from trustlab.llm.rules import Tokenizer
+from trustlab.llm.rules import LanguageModel, Tokenizer
 from trustlab.methods.wmattack._keys import WatermarkKey
 
 torch = require("torch", purpose="trustlab.methods.wmattack watermarks")
@@ -37,6 +38,19 @@ __all__ = ["Detection", "Calibration", "Watermark", "KGW", "Unigram", "EXP", "ma
            "calibrate_threshold", "WATERMARKS", "CalibrationWarning"]
 
 _CACHE_MAX = 512
+_TEXTS = SequenceOf(InstanceOf(str))
+_ON_SHORT = [Options(["raise", "abstain"])]
+_N_TOKENS = [Interval(int, 0, None)]
+
+
+def _is_id_row(row: Any) -> bool:
+    return not isinstance(row, str | bytes) and all(isinstance(t, numbers.Integral) for t in row)
+
+
+#: token ids of the watermark's tokenizer: one row (a list of ints) per text
+_ID_ROW = Satisfies(_is_id_row, "a list of token ids (ints)", ["ids", [0.5], None], valid=[1, 2])
+_ID_ROWS = Satisfies(lambda v: isinstance(v, list | tuple | np.ndarray) and all(_is_id_row(r) for r in v),
+                     "a list of token-id rows (each a list of ints)", ["ids", [3], [["a"]]], valid=[[1, 2]])
 
 
 class CalibrationWarning(UserWarning):
@@ -145,6 +159,7 @@ class Watermark:
         return f"{type(self).__name__}(key={self.key!r}, vocab={self.vocab_size})"
 
     # -- checks ---------------------------------------------------------------------------------------
+    @validate_args(tokenizer=[Tokenizer()])
     def check_tokenizer(self, tokenizer: Any) -> None:
         """Raise InputError when ``tokenizer`` differs from the one this watermark was built with."""
         if tokenizer is self._checked_tok:
@@ -156,6 +171,7 @@ class Watermark:
                              f"vocab {len(tokenizer)} instead: detect with the generator's tokenizer.")
         self._checked_tok = tokenizer
 
+    @validate_args(model=[LanguageModel()])
     def check_model(self, model: Any) -> None:
         """Raise InputError when the model's output vocabulary differs from the watermark's."""
         emb = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
@@ -166,6 +182,7 @@ class Watermark:
                              "different tokenizer).")
 
     # -- embed ----------------------------------------------------------------------------------------
+    @validate_args(model=[None, LanguageModel()])
     def processor(self, model: Any = None) -> Any:
         """A transformers ``LogitsProcessor`` that embeds the watermark (checks ``model``'s vocab if given)."""
         if model is not None:
@@ -179,25 +196,28 @@ class Watermark:
     def _score(self, ids: list[int]) -> tuple[float, float, int]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @validate_args(n_tokens=_N_TOKENS)
     def n_scorable(self, n_tokens: int) -> int:
         """Tokens scored in a text of ``n_tokens`` tokens."""
         return n_tokens
 
+    @validate_args(texts=[SequenceOf(InstanceOf(str), min_len=0)])
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of ``texts`` under the watermark's tokenizer (no special tokens; strip the prompt first)."""
         return [list(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
 
+    @validate_args(texts=[str, _TEXTS], tokenizer=[None, Tokenizer()], on_short=_ON_SHORT)
     def detect(self, texts: Sequence[str], *, tokenizer: Any = None, on_short: str = "raise") -> Detection:
-        """Score ``texts`` (the generated continuation only, never the prompt) and decide at ``alpha_``."""
+        """Score ``texts`` (the generated continuation only, never the prompt; one str is one text) and decide
+        at ``alpha_``."""
         owner = f"{type(self).__name__}.detect"
         if isinstance(texts, str):
             texts = [texts]
-        validate_value(owner, "texts", texts, [SequenceOf(InstanceOf(str))], noun="argument")
-        validate_value(owner, "on_short", on_short, [Options(["raise", "abstain"])], noun="argument")
         if tokenizer is not None:
             self.check_tokenizer(tokenizer)
         return self.detect_ids(self.encode(texts), on_short=on_short, _owner=owner, _texts=texts)
 
+    @validate_args(ids=[_ID_ROWS], on_short=_ON_SHORT, _owner=[str], _texts=[None, _TEXTS])
     def detect_ids(self, ids: Sequence[Sequence[int]], *, on_short: str = "raise", _owner: str = "",
                    _texts: Sequence[str] | None = None) -> Detection:
         """As :meth:`detect`, on token ids of the watermark's tokenizer."""
@@ -296,6 +316,7 @@ class KGW(_ZTestWatermark):
         super().__init__(tokenizer, key, gamma=gamma, delta=delta, min_tokens=min_tokens, alpha=alpha)
         self._cache: dict[int, Any] = {}
 
+    @takes_any(prev="the previous token id, once per generated token on the hot path; int(prev) keys the cache")
     def green_mask(self, prev: int) -> Any:
         """Boolean mask over the vocabulary: the green list after token ``prev``."""
         m = self._cache.get(prev)
@@ -305,6 +326,7 @@ class KGW(_ZTestWatermark):
             m = self._cache[prev] = self._perm_mask(self.key.reveal() * int(prev))
         return m
 
+    @validate_args(n_tokens=_N_TOKENS)
     def n_scorable(self, n_tokens: int) -> int:
         return n_tokens - 1
 
@@ -314,6 +336,7 @@ class KGW(_ZTestWatermark):
             out[b, self.green_mask(int(input_ids[b, -1]))] += self.delta
         return out
 
+    @validate_args(ids=[_ID_ROW])
     def green_count(self, ids: Sequence[int]) -> int:
         """Green tokens among ``ids[1:]`` (each scored against the green list of its predecessor)."""
         return int(sum(bool(self.green_mask(int(p))[int(t)]) for p, t in zip(ids[:-1], ids[1:], strict=True)))
@@ -369,6 +392,7 @@ class EXP(Watermark):
         g = torch.Generator().manual_seed((self.key.reveal() * (h + 1)) % (2**63 - 1))
         return torch.rand(self.vocab_size, generator=g, dtype=torch.float64)
 
+    @validate_args(n_tokens=_N_TOKENS)
     def n_scorable(self, n_tokens: int) -> int:
         return n_tokens - self.context
 
