@@ -38,7 +38,7 @@ def _setting():
     from trustlab.methods import amun as A
     from trustlab.models import MLP
 
-    ds = load_digits_images(noise=0.35, seed=0)
+    ds = load_digits_images(noise=0.35, random_state=0)
     X, y = ds.X, np.asarray(ds.y)
     rng = np.random.default_rng(0)
     perm = rng.permutation(len(X))

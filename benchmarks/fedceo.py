@@ -52,7 +52,7 @@ def server_steps(repeats: int) -> list[dict]:
 def simulator_rounds(rounds: int) -> dict:
     ds = load_digits_images(flatten=True)
     X, y = ds.X[:1200], ds.y[:1200]
-    clients = [(X[p], y[p]) for p in partition_iid(y, 20, seed=0)]
+    clients = [(X[p], y[p]) for p in partition_iid(y, 20, random_state=0)]
     with isolated_global_rng(0):
         model = BiasFreeMLP(64, 128, 10)
     out = {}

@@ -50,7 +50,7 @@ def rmia_refs(n_refs: int = 16, epochs: int = 60) -> dict[str, float]:
     from trustlab.methods.amun import SGDSpec, fit_reference_models
     from trustlab.models import MLP
 
-    ds = load_digits_images(noise=0.35, seed=0)
+    ds = load_digits_images(noise=0.35, random_state=0)
     X, y = ds.X.astype(np.float32), np.asarray(ds.y, np.int64)
     spec = SGDSpec(epochs=epochs, lr=0.05, momentum=0.9, batch_size=64)
 

@@ -30,7 +30,7 @@ def test_check_random_state_types():
     assert check_random_state(g) is g
     assert check_random_state(3).random() == np.random.default_rng(3).random()
     for bad in (-1, 1.5, "0", True, np.random.RandomState(0)):
-        with pytest.raises(ConfigError, match=r"The 'random_state' parameter must be None, an int"):
+        with pytest.raises(ConfigError, match=r"The 'random_state' argument of check_random_state must be None, an int"):
             check_random_state(bad)
 
 
@@ -69,7 +69,7 @@ def test_limit_threads_restores():
     with pytest.raises(ValueError), limit_threads(1):
         raise ValueError("restored on error")
     assert thread_state() == before
-    with pytest.raises(ConfigError, match="The 'n' parameter of limit_threads"):
+    with pytest.raises(ConfigError, match="The 'n' argument of limit_threads"):
         with limit_threads(0):
             pass
 

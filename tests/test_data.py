@@ -71,7 +71,7 @@ def test_user_csv_and_parquet(tmp_path):
 def test_digits_images_range_and_noise():
     clean = load_digits_images()
     assert clean.X.shape == (1797, 8, 8) and clean.X.min() >= 0 and clean.X.max() <= 1
-    n1, n2 = load_digits_images(0.2, seed=1), load_digits_images(0.2, seed=1)
+    n1, n2 = load_digits_images(0.2, random_state=1), load_digits_images(0.2, random_state=1)
     assert np.array_equal(n1.X, n2.X) and not np.array_equal(n1.X, clean.X)
     assert n1.X.min() >= 0 and n1.X.max() <= 1
     assert load_digits_images(flatten=True).X.shape == (1797, 64)
@@ -115,21 +115,21 @@ labels = st.lists(st.integers(0, 4), min_size=20, max_size=200).map(np.asarray)
 
 @given(labels, st.integers(1, 8), st.integers(0, 10))
 def test_iid_partition(y, k, seed):
-    parts = partition_iid(y, k, seed=seed)
+    parts = partition_iid(y, k, random_state=seed)
     _check_partition(parts, len(y))
     assert max(map(len, parts)) - min(map(len, parts)) <= 1
-    assert all(np.array_equal(a, b) for a, b in zip(parts, partition_iid(y, k, seed=seed)))
+    assert all(np.array_equal(a, b) for a, b in zip(parts, partition_iid(y, k, random_state=seed)))
 
 
 @given(labels, st.integers(1, 6), st.floats(0.05, 10.0), st.integers(0, 10))
 def test_dirichlet_partition(y, k, alpha, seed):
     try:
-        parts = partition_dirichlet(y, k, alpha, seed=seed)
+        parts = partition_dirichlet(y, k, alpha, random_state=seed)
     except InputError:
         return  # no valid draw with >= 1 sample per client: refused loudly, never silently wrong
     _check_partition(parts, len(y))
     assert all(len(p) >= 1 for p in parts)
-    assert all(np.array_equal(a, b) for a, b in zip(parts, partition_dirichlet(y, k, alpha, seed=seed)))
+    assert all(np.array_equal(a, b) for a, b in zip(parts, partition_dirichlet(y, k, alpha, random_state=seed)))
 
 
 @given(labels, st.integers(1, 5), st.integers(1, 3), st.integers(0, 10))
@@ -147,7 +147,7 @@ def test_dirichlet_skew_grows_as_alpha_shrinks():
     y = np.repeat(np.arange(10), 100)
 
     def skew(alpha):
-        parts = partition_dirichlet(y, 10, alpha, seed=0)
+        parts = partition_dirichlet(y, 10, alpha, random_state=0)
         return np.mean([np.bincount(y[p], minlength=10).max() / len(p) for p in parts])
 
     assert skew(0.1) > skew(100.0) + 0.3
@@ -201,3 +201,18 @@ def test_user_file_errors_name_the_file_and_the_line(tmp_path):
     c.write_text("")
     with pytest.raises(InputError, match="is empty"):
         read_csv(c)
+
+
+def test_partitioners_and_digits_take_the_deprecated_seed_keyword():
+    y = np.arange(40) % 4
+    with pytest.warns(FutureWarning, match="random_state"):
+        old = partition_iid(y, 4, seed=3)
+    assert all(np.array_equal(a, b) for a, b in zip(old, partition_iid(y, 4, random_state=3)))
+    with pytest.warns(FutureWarning):
+        old = partition_dirichlet(y, 4, 1.0, seed=3)
+    assert all(np.array_equal(a, b) for a, b in zip(old, partition_dirichlet(y, 4, 1.0, random_state=3)))
+    rng = np.random.default_rng(0)
+    assert len(partition_iid(y, 4, random_state=rng)) == 4  # a Generator is accepted too
+    with pytest.warns(FutureWarning):
+        a = load_digits_images(0.2, seed=1)
+    assert np.array_equal(a.X, load_digits_images(0.2, random_state=1).X) and a.name.endswith("seed=1)")

@@ -126,7 +126,7 @@ def test_select_keeps_the_verdict_and_slices_the_controls(rf_exp, tmp_path):
     for name in CONTROL_NAMES:
         assert np.array_equal(sub.controls[name].values, rf_exp.controls[name].values[[3, 0]])
     assert sub.select([1]).selected == [0]
-    export_study([sub], seed=1, out_dir=tmp_path / "sub", n_participants=3)
+    export_study([sub], random_state=1, out_dir=tmp_path / "sub", n_participants=3)
     key = json.loads((tmp_path / "sub" / "sealed" / "key.json").read_text())
     assert sorted({d["source_row"] for d in key["stimuli"].values()}) == [0, 3]
     assert "| 16 |" in (tmp_path / "sub" / "preregistration.md").read_text()  # rows the verdict was computed on
@@ -284,7 +284,7 @@ def test_unknown_models_get_a_reason_not_a_control(cancer):
 
 
 def _export(e, path, seed=5, **kw):
-    return export_study([e], seed=seed, out_dir=path, n_participants=6, **kw)
+    return export_study([e], random_state=seed, out_dir=path, n_participants=6, **kw)
 
 
 def test_export_is_deterministic_and_blinded(rf_exp, tmp_path):
@@ -433,13 +433,13 @@ def test_explanation_of_one_feature_has_undefined_correlations():
 
 def test_unknown_conditions_and_non_int_seeds(rf_exp, tmp_path):
     with pytest.raises(ConfigError, match="'conditions' argument of export_study must be"):
-        export_study([rf_exp], conditions=("real", "sham"), seed=1, out_dir=tmp_path / "u")
-    with pytest.raises(ConfigError, match="'seed' argument of export_study must be an int"):
-        export_study([rf_exp], seed=1.5, out_dir=tmp_path / "u")
-    with pytest.raises(ConfigError, match="'seed'"):
-        export_study([rf_exp], seed="7", out_dir=tmp_path / "u")
+        export_study([rf_exp], conditions=("real", "sham"), random_state=1, out_dir=tmp_path / "u")
+    with pytest.raises(ConfigError, match="'random_state' argument of export_study must be None, an int"):
+        export_study([rf_exp], random_state=1.5, out_dir=tmp_path / "u")
+    with pytest.raises(ConfigError, match="'random_state'"), pytest.warns(FutureWarning, match="seed"):
+        export_study([rf_exp], seed="7", out_dir=tmp_path / "u")  # the deprecated name, still checked
     with pytest.raises(ConfigError, match="'conditions'"):
-        export_study([rf_exp], conditions=("real",), seed=1, out_dir=tmp_path / "u")
+        export_study([rf_exp], conditions=("real",), random_state=1, out_dir=tmp_path / "u")
     assert not (tmp_path / "u").exists()
 
 

@@ -305,7 +305,7 @@ def test_end_to_end_digits_membership_is_visible():
     from trustlab.data import load_digits_images
     from trustlab.models import MLP
 
-    ds = load_digits_images(noise=0.35, seed=0)
+    ds = load_digits_images(noise=0.35, random_state=0)
     X, y = ds.X, ds.y
     rng = np.random.default_rng(0)
     pool = rng.permutation(len(X))[:700]

@@ -243,7 +243,7 @@ def fl_setup():
 
     ds = load_digits_images(flatten=True)
     X, y = ds.X[:400], ds.y[:400]
-    clients = [(X[p], y[p]) for p in partition_iid(y[:300], 6, seed=0)]
+    clients = [(X[p], y[p]) for p in partition_iid(y[:300], 6, random_state=0)]
     with isolated_global_rng(0):
         model = BiasFreeMLP(64, 16, 10)
     return model, clients, (X[300:], y[300:])

@@ -5,11 +5,14 @@ Imported and exported by :mod:`trustlab.core.roles`, the one place roles are imp
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from trustlab.core._verbs import _public_verb
+from trustlab.core.arguments import HasMethods, validate_args
 from trustlab.core.base import Method
+from trustlab.core.constraints import Satisfies
 from trustlab.core.exceptions import UnsupportedModelError
 
 __all__ = ["EditHandle", "EditInfo", "ModelEdit"]
@@ -40,6 +43,7 @@ class EditHandle:
         self.info: EditInfo = info if info is not None else EditInfo()
         self.restored = False
 
+    @validate_args(hook_handle=[HasMethods("remove", what="a torch hook handle")])
     def add_hook(self, hook_handle: Any) -> Any:
         """Register a torch hook handle so that ``restore`` removes it."""
         self._hooks.append(hook_handle)
@@ -78,6 +82,11 @@ class EditHandle:
         self.restore()
 
 
+def _is_torch_module(value: Any) -> bool:
+    torch = sys.modules.get("torch")  # a torch module exists only once torch is imported
+    return torch is not None and isinstance(value, torch.nn.Module)
+
+
 class ModelEdit(Method):
     """Model-edit role: ``apply(model, ...) -> EditHandle``; ``handle.restore()`` undoes it exactly.
 
@@ -93,6 +102,8 @@ class ModelEdit(Method):
     _info_class: ClassVar[type[EditInfo]] = EditInfo
     tags: ClassVar[dict[str, Any]] = {"role": "model_edit", "requires": ("torch",)}
 
+    @validate_args(model=[Satisfies(_is_torch_module, "a torch.nn.Module", invalid=[None, "model"])],
+                   _enforced_by_body=True)
     @_public_verb(begin=True)
     def apply(self, model: Any, *args: Any, **kwargs: Any) -> EditHandle:
         import time

@@ -234,8 +234,10 @@ def _table(rules: dict[str, Any]) -> dict[str, Any]:
             for n, r in rules.items()}
 
 
-@takes_any(_example="a factory of example keyword arguments", rules="each is checked by make_constraint")
-def validate_args(_example: Callable[[], dict[str, Any]] | None = None, **rules: Any) -> Callable[[F], F]:
+@takes_any(_example="a factory of example keyword arguments", rules="each is checked by make_constraint",
+           _enforced_by_body="a flag: the rules are recorded, the function's own body enforces them")
+def validate_args(_example: Callable[[], dict[str, Any]] | None = None, *, _enforced_by_body: bool = False,
+                  **rules: Any) -> Callable[[F], F]:
     """Declare and enforce the rules of a function's or method's arguments (see the module docstring).
 
     Each keyword names an argument of the decorated function and gives its rule list (a single rule is
@@ -245,6 +247,9 @@ def validate_args(_example: Callable[[], dict[str, Any]] | None = None, **rules:
     coverage test counts it as undeclared. ``_example`` optionally returns valid keyword arguments, used by
     the generated invalid-input test as the base call where the rules alone cannot make up valid values.
     On a method the message names ``Class.method`` with the instance's own class.
+    ``_enforced_by_body=True`` records the rules without wrapping, for a hot helper whose body already checks
+    them with the template message (e.g. ``check_random_state``, which names its caller's parameter); the
+    generated invalid-input test holds the body to the recorded rules.
     """
 
     def deco(fn: F) -> F:
@@ -255,21 +260,49 @@ def validate_args(_example: Callable[[], dict[str, Any]] | None = None, **rules:
         table = _table(rules)
         owner, bound_to = _owner_of(fn), _bound_name(fn, sig)
         checked = {n: c for n, c in table.items() if c != "no_validation" and not all(isinstance(x, AnyValue) for x in c)}
-        if not checked:
+        if not checked or _enforced_by_body:
             fn.__trustlab_args__, fn.__trustlab_owner__ = table, owner  # type: ignore[attr-defined]
             fn.__trustlab_example__ = _example  # type: ignore[attr-defined]
             return fn
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        params = sig.parameters
+        positional = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        keywords = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        required = {n for n, p in params.items() if p.default is p.empty
+                    and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        simple = not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params.values())
+        # a default that satisfies its rules needs no check at call time (the rules are pure)
+        good_defaults = {n: params[n].default for n, c in checked.items() if params[n].default is not params[n].empty
+                         and any(x.is_satisfied_by(params[n].default) for x in c)}
+
+        def bind(args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+            # the plain case without inspect's general binding (the per-call cost of a declared function)
+            if simple and len(args) <= len(positional) and kwargs.keys() <= keywords:
+                values = dict(zip(positional, args))
+                if not values.keys() & kwargs.keys():
+                    values.update(kwargs)
+                    if required <= values.keys():
+                        return values
             try:
-                bound = sig.bind(*args, **kwargs)
+                return sig.bind(*args, **kwargs).arguments
             except TypeError as exc:
                 raise TypeError(f"{owner}: {exc}") from None
-            values = bound.arguments
-            who = owner if bound_to is None else runtime_owner(wrapper, values.get(bound_to))
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            values = bind(args, kwargs)
+            who = None
             for name, cons in checked.items():
-                value = values[name] if name in values else sig.parameters[name].default
+                if name in values:
+                    value = values[name]
+                elif name in good_defaults:
+                    continue
+                else:
+                    value = params[name].default
+                if any(c.is_satisfied_by(value) for c in cons):
+                    continue
+                if who is None:
+                    who = owner if bound_to is None else runtime_owner(wrapper, values.get(bound_to))
                 validate_value(who, name, value, cons, noun="argument")
             return fn(*args, **kwargs)
 

@@ -17,7 +17,9 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import validate_params
+from trustlab.core.hashing import MODULE, _StateDictOwner
 from trustlab.core.seeding import check_random_state, isolated_global_rng, spawn_seed
 from trustlab.core.threads import preserve_torch_threads
 
@@ -127,6 +129,7 @@ class Method(BaseEstimator):
         return state
 
 
+@validate_args(lambda: {"model": _StateDictOwner()}, model=[MODULE])
 def state_dict_hash(model: Any) -> str:
     """A SHA-256 over a torch module's state dict (names, dtypes, shapes and exact bytes)."""
     from trustlab.core.hashing import state_dict_hash as _hash

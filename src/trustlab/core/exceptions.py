@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from trustlab.core._declare import takes_any
+
 #: the public error and warning classes, in one place: ``trustlab``, ``trustlab.exceptions`` and
 #: ``trustlab.core`` export exactly these names from this module
 ERROR_NAMES = (
@@ -76,6 +78,10 @@ class ConvergenceWarning(UserWarning):
     """An optimisation stopped before converging."""
 
 
+@takes_any(name="any value: it is shown with str(); this helper writes the validator's own hints, so checking "
+           "it with the rules would recurse",
+           choices="any iterable; each choice is compared with str()",
+           n="passed to difflib.get_close_matches (which raises for n <= 0); below the rule classes")
 def did_you_mean(name: str, choices: Iterable[str], n: int = 3) -> str:
     """Return ``" Did you mean 'x'?"`` for close matches of ``name`` in ``choices`` (or ``""``)."""
     choices = [str(c) for c in choices]

@@ -34,8 +34,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Boolean, CallableRule, InstanceOf, Interval, Options, short_repr
+from trustlab.core.arguments import AnyValue, validate_args
+from trustlab.core.constraints import (
+    Boolean,
+    CallableRule,
+    InstanceOf,
+    Interval,
+    Options,
+    Satisfies,
+    short_repr,
+)
 from trustlab.core.exceptions import ConfigError, TrustlabError
 from trustlab.core.optional import require
 from trustlab.core.seeding import derive_seed, isolated_global_rng
@@ -76,6 +84,13 @@ class _Outcome:
     traceback: str = ""
 
 
+#: a task seed: derived per task by derive_seed (not a random_state: it seeds the task's global RNGs)
+_TASK_SEED = [Interval(int, 0, 2**32 - 1)]
+_ITEMS = [Satisfies(lambda v: iter(v) is not None, "an iterable of task items", invalid=[None, 3], valid=[])]
+
+
+@validate_args(fn=[CallableRule()], item=[AnyValue("the task's payload, handed to fn as is")], seed=_TASK_SEED,
+               threads=[Interval(int, 1, None), None])
 def run_task(fn: Callable[[Any], Any], item: Any, seed: int, threads: int | None) -> _Outcome:
     """Run ``fn(item)`` as every executor does: global RNGs seeded with ``seed`` and restored, threads
     limited to ``threads``; an exception becomes a failed outcome (type, message, traceback text)."""
@@ -135,6 +150,8 @@ class Executor:
         return f"{type(self).__name__}(threads_per_task={self.threads_per_task})"
 
     # -- the one driver loop -------------------------------------------------------------------------------
+    @validate_args(fn=[CallableRule()], items=_ITEMS, seed=_TASK_SEED, desc=[InstanceOf(str)],
+                   show_progress=[Boolean()], on_result=[CallableRule(), None])
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, seed: int = 0, desc: str = "",
             show_progress: bool = False, on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
         """``[fn(item) for item in items]``, each call run as a task (order kept).
@@ -204,6 +221,7 @@ class LocalExecutor(Executor):
         index, fn, item, seed = self._queue.popleft()
         return index, run_task(fn, item, seed, None)  # threads are limited once around the whole map
 
+    @validate_args(fn=[CallableRule()], items=_ITEMS)
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], **kwargs: Any) -> list[Any]:
         with limit_threads(self.threads_per_task):
             return super().map(fn, items, **kwargs)

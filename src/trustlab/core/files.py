@@ -22,6 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import PATH, AnyValue, validate_args
+from trustlab.core.constraints import Interval, Satisfies
+
 __all__ = ["atomic_write", "atomic_write_text", "to_jsonable", "clean_orphans", "file_mode"]
 
 #: temp files older than this (this module's import, i.e. at or after the process start) are orphans
@@ -45,11 +48,16 @@ def _umask() -> int:
     return old
 
 
+def _write_nothing(tmp: str) -> None:
+    return None
+
+
 def file_mode() -> int:
     """The mode a new regular file gets from the umask (``0o666 & ~umask``; 0o644 for umask 022)."""
     return 0o666 & ~_umask()
 
 
+@validate_args(folder=[PATH], older_than=[Interval(float, None, None), None])
 def clean_orphans(folder: str | Path, *, older_than: float | None = None) -> list[Path]:
     """Remove our own leftover temp files (``.<stem>.<token>[.<ext>].trustlab-tmp``, as :func:`atomic_write`
     names them) in ``folder`` last modified before ``older_than`` (default: this process's start); returns
@@ -72,6 +80,8 @@ def clean_orphans(folder: str | Path, *, older_than: float | None = None) -> lis
     return removed
 
 
+@validate_args(lambda: {"path": "unused.txt", "write": _write_nothing}, path=[PATH],
+               write=[Satisfies(callable, "a callable write(tmp_path)", invalid=[None, "text"])])
 def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
     """Create ``path`` atomically: ``write(tmp)`` fills a temp file in the same folder, then a rename.
 
@@ -93,6 +103,8 @@ def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
     return path
 
 
+@validate_args(path=[PATH], text=[Satisfies(lambda v: isinstance(v, str), "a str", invalid=[None, b"bytes"],
+                                             valid="")])
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` via a synced temp file and an atomic rename."""
 
@@ -105,6 +117,7 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write(path, write)
 
 
+@validate_args(obj=[AnyValue("any object: what has no JSON form is returned as is")])
 def to_jsonable(obj: Any) -> Any:
     """Convert numpy scalars/arrays, tuples, sets and dataclasses to JSON-ready values (NaN -> None)."""
     if isinstance(obj, dict):

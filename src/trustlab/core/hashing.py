@@ -8,6 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import HasMethods, validate_args
+from trustlab.core.constraints import Satisfies
+
 __all__ = ["content_hash", "state_dict_hash"]
 
 
@@ -62,6 +65,20 @@ def content_hash(*parts: Any) -> str:
     return h.hexdigest()
 
 
+class _StateDictOwner:
+    """The smallest object with a state dict: the example model of the generated invalid-input test."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+
+#: a torch module, or any object with a state dict
+MODULE = HasMethods("state_dict", what="a torch.nn.Module")
+_NAMES = Satisfies(lambda v: not isinstance(v, str | bytes) and all(isinstance(n, str) for n in v),
+                   "an iterable of state-dict key names (str)", invalid=["weight", [3]], valid=[])
+
+
+@validate_args(lambda: {"model": _StateDictOwner()}, model=[MODULE], names=[_NAMES, None])
 def state_dict_hash(model: Any, *, names: Iterable[str] | None = None) -> str:
     """SHA-256 over a torch module's state dict (names, dtypes, shapes and exact bytes)."""
     sd = model.state_dict()

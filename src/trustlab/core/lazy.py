@@ -6,9 +6,14 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from trustlab.core._declare import takes_any
+
 __all__ = ["lazy_exports", "resolve_export"]
 
 
+@takes_any(package="a package name (str) from a package __init__; runs at import, below the rule classes",
+           name="a public name (str) of the export map; runs at import, below the rule classes",
+           target="an export map entry (str, 'module[:attr]'); runs at import, below the rule classes")
 def resolve_export(package: str, name: str, target: str) -> tuple[str, str]:
     """``(module, attribute)`` of an entry of an export map (see :func:`lazy_exports` for the notation)."""
     module, _, attr = target.partition(":")
@@ -17,6 +22,9 @@ def resolve_export(package: str, name: str, target: str) -> tuple[str, str]:
     return module, attr or name
 
 
+@takes_any(package="the calling package's __name__; importlib.import_module refuses a non-package; runs "
+           "at every package import, which must not load the rule classes",
+           exports="a mapping of public name -> module (str); read lazily at attribute access")
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """Return ``(__getattr__, __dir__)`` for ``package`` whose public names live in sub-modules.
 

@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 from types import ModuleType
 
+from trustlab.core._declare import takes_any
 from trustlab.core.exceptions import MissingDependencyError
 
 __all__ = ["require", "is_available", "EXTRA_MODULES", "extra_of"]
@@ -34,12 +35,14 @@ _DISTRIBUTIONS = {"torch": "torch==2.13.0", "sentence_transformers": "sentence-t
                   "mlflow": "mlflow-skinny"}
 
 
+@takes_any(module="an import name (str); split on '.' and looked up in EXTRA_MODULES; this module stays import-light (numpy-free), below the rule classes")
 def extra_of(module: str) -> str | None:
     """The first trustlab extra that provides the top-level ``module`` (None if no extra does)."""
     top = module.split(".")[0]
     return next((extra for extra, mods in EXTRA_MODULES.items() if top in mods), None)
 
 
+@takes_any(module="an import name (str); find_spec's errors mean not available; this module stays import-light (numpy-free), below the rule classes")
 def is_available(module: str) -> bool:
     """True when ``module`` can be imported (checked without importing it)."""
     try:
@@ -48,6 +51,9 @@ def is_available(module: str) -> bool:
         return False
 
 
+@takes_any(module="an import name (str); importlib.import_module checks it; this module stays import-light (numpy-free), below the rule classes",
+           extra="None or the extra (str) named in the install hint; only formatted into the message",
+           purpose="None or a phrase (str) shown in the message; only formatted into it")
 def require(module: str, *, extra: str | None = None, purpose: str | None = None) -> ModuleType:
     """Import ``module`` or raise :class:`MissingDependencyError` naming the extra that provides it."""
     try:

@@ -13,11 +13,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trustlab.core._declare import takes_any
 from trustlab.core.exceptions import UnknownNameError, did_you_mean
 
 __all__ = [ "Entry", "METHODS", "load_dotted", "discover"]
 
 
+@takes_any(path="a dotted 'module:attr' path (str); importlib checks it; this module stays import-light (numpy-free), below the rule classes (method discovery)")
 def load_dotted(path: str) -> Any:
     """Import ``"package.module:attr"`` (or ``"package.module.attr"``) and return the attribute."""
     if ":" in path:
@@ -114,6 +116,7 @@ class Registry:
 METHODS = Registry("method")
 
 
+@takes_any(package="a package name (str); importlib.import_module checks it; this module stays import-light (numpy-free), below the rule classes (method discovery)")
 def discover(package: str) -> list[str]:
     """Import every direct sub-module of ``package`` not starting with '_' and return their names.
 

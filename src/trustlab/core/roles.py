@@ -17,7 +17,9 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 
 from trustlab.core._edits import EditHandle, EditInfo, ModelEdit
 from trustlab.core._verbs import _public_verb, _TabularInputs
+from trustlab.core.arguments import AnyValue, ArrayLike, validate_args
 from trustlab.core.base import Method
+from trustlab.core.constraints import Interval, Satisfies
 from trustlab.core.exceptions import InputError, TrustlabError
 from trustlab.core.validation import (
     check_array,
@@ -25,6 +27,20 @@ from trustlab.core.validation import (
     check_is_fitted,
     check_X_y,
 )
+
+#: the inputs of a verb are validated by the role's ``_validate_X`` (or the method's own check), which a method may
+#: override for its own input form (images, series, texts), so the declaration is the written decision
+_X = [AnyValue("validated by the role's _validate_X (a method may override it for its own input form)")]
+_Y = [AnyValue("validated by check_X_y in the verb, whose message names the method")]
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_)
+
+
+def _is_updates(v: Any) -> bool:
+    return isinstance(v, Sequence) and not isinstance(v, str | bytes) and len(v) > 0
+
 
 __all__ = [
     "Predictor",
@@ -62,6 +78,7 @@ class Predictor(_TabularInputs, ClassifierMixin, Method):
     _final_verbs = ("fit", "predict", "predict_proba")
     tags: ClassVar[dict[str, Any]] = {"role": "predictor"}
 
+    @validate_args(X=_X, y=_Y)
     @_public_verb(begin=True)
     def fit(self, X: Any, y: Any, **fit_params: Any) -> Predictor:
         X = self._validate_X(X, reset=True)
@@ -75,6 +92,7 @@ class Predictor(_TabularInputs, ClassifierMixin, Method):
         self._fit(X, y_enc, **fit_params)
         return self
 
+    @validate_args(X=_X)
     @_public_verb(begin=False)
     def predict_proba(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "classes_")
@@ -87,6 +105,7 @@ class Predictor(_TabularInputs, ClassifierMixin, Method):
             )
         return proba
 
+    @validate_args(X=_X)
     @_public_verb(begin=False)
     def predict(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "classes_")
@@ -116,6 +135,7 @@ class Regressor(_TabularInputs, RegressorMixin, Method):
     _final_verbs = ("fit", "predict")
     tags: ClassVar[dict[str, Any]] = {"role": "regressor"}
 
+    @validate_args(X=_X, y=_Y)
     @_public_verb(begin=True)
     def fit(self, X: Any, y: Any, **fit_params: Any) -> Regressor:
         owner = type(self).__name__
@@ -127,6 +147,7 @@ class Regressor(_TabularInputs, RegressorMixin, Method):
         self._fit(X, y.astype(np.float64, copy=False), **fit_params)
         return self
 
+    @validate_args(X=_X)
     @_public_verb(begin=False)
     def predict(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "n_outputs_")
@@ -154,6 +175,7 @@ class Detector(_TabularInputs, Method):
     _final_verbs = ("fit", "score_samples", "predict")
     tags: ClassVar[dict[str, Any]] = {"role": "detector"}
 
+    @validate_args(X=_X, y=[AnyValue("passed on to the detector's _fit: unsupervised ones ignore it")])
     @_public_verb(begin=True)
     def fit(self, X: Any, y: Any = None, **fit_params: Any) -> Detector:
         X = self._validate_X(X, reset=True)
@@ -164,12 +186,14 @@ class Detector(_TabularInputs, Method):
             raise TrustlabError(f"{type(self).__name__}._fit must set 'threshold_'.")
         return self
 
+    @validate_args(X=_X)
     @_public_verb(begin=False)
     def score_samples(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "threshold_")
         X = self._validate_X(X, reset=False)
         return np.asarray(self._score_samples(X), dtype=np.float64).reshape(len(X))
 
+    @validate_args(X=_X)
     @_public_verb(begin=False)
     def predict(self, X: Any) -> np.ndarray:
         """1 for flagged (score above ``threshold_``), 0 otherwise."""
@@ -190,6 +214,7 @@ class Purifier(_TabularInputs, Method):
     _X_ndim = (2, 3, 4)
     tags: ClassVar[dict[str, Any]] = {"role": "purifier", "input_range": (0.0, 1.0)}
 
+    @validate_args(X=_X)
     @_public_verb(begin=True)
     def transform(self, X: Any) -> np.ndarray:
         X = check_array(X, owner=type(self).__name__, ndim=self._X_ndim)
@@ -224,6 +249,11 @@ class Attack(Method):
     _final_verbs = ("generate",)
     tags: ClassVar[dict[str, Any]] = {"role": "attack"}
 
+    @validate_args(inputs=[Satisfies(lambda v: v is not None and (not hasattr(v, "__len__") or len(v) > 0),
+                                     "non-empty inputs in the attack's own form (arrays, texts, ...)",
+                                     invalid=[None, []])],
+                   budget=[Satisfies(lambda v: _is_number(v) and np.isfinite(v) and v >= 0, "a finite number >= 0",
+                                     invalid=[-1.0, float("inf"), "1"], valid=1.0)], _enforced_by_body=True)
     @_public_verb(begin=True)
     def generate(self, inputs: Any, budget: float) -> AttackResult:
         if isinstance(budget, bool) or not isinstance(budget, int | float | np.integer | np.floating) \
@@ -270,6 +300,11 @@ class Aggregator(Method):
     _final_verbs = ("aggregate",)
     tags: ClassVar[dict[str, Any]] = {"role": "aggregator", "consensus_fixed_point": True}
 
+    @validate_args(updates=[Satisfies(_is_updates, "a non-empty list of arrays or of dicts name -> array",
+                                      invalid=[[], "ab", None])],
+                   weights=[ArrayLike(ndim=1, low=0), None], server_round=[Interval(int, 1, None), None],
+                   client_ids=[Satisfies(lambda v: iter(v) is not None, "an iterable of distinct ids, one per update",
+                                         invalid=[3]), None], _enforced_by_body=True)
     @_public_verb(begin=True)
     def aggregate(self, updates: Sequence[Update], weights: Any = None, *, server_round: int | None = None,
                   client_ids: Sequence[Any] | None = None) -> Update:
@@ -357,13 +392,19 @@ class RouteDecision:
     order: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
+    @validate_args(cost=[ArrayLike(ndim=2)])
     def cost(self, cost: Any) -> np.ndarray:
         """Realised cost per query: the sum of ``cost[i, j]`` over the models run on query ``i``."""
         return (np.asarray(cost, dtype=np.float64) * self.run).sum(axis=1)
 
+    @validate_args(quality=[ArrayLike(ndim=2)])
     def quality(self, quality: Any) -> np.ndarray:
         """Realised quality per query: ``quality[i, answer[i]]``."""
         return np.asarray(quality, dtype=np.float64)[np.arange(len(self.answer)), self.answer]
+
+
+_QUERIES = [AnyValue("the router's own query form (features, texts or ids), handed to _route")]
+_BUDGET = [Interval(float, 0, None)]
 
 
 class Router(Method):
@@ -380,6 +421,7 @@ class Router(Method):
     _final_verbs = ("fit", "route", "decide")
     tags: ClassVar[dict[str, Any]] = {"role": "router"}
 
+    @validate_args(quality=[ArrayLike(ndim=2)], cost=[ArrayLike(ndim=2, low=0)], _enforced_by_body=True)
     @_public_verb(begin=True)
     def fit(self, quality: Any, cost: Any, **fit_params: Any) -> Router:
         owner = type(self).__name__
@@ -395,11 +437,12 @@ class Router(Method):
         return self
 
     def _check_budget(self, budget: Any, verb: str) -> float:
-        if isinstance(budget, bool) or not isinstance(budget, int | float | np.integer | np.floating) or budget < 0:
+        if not _is_number(budget) or not budget >= 0:  # NaN too
             raise InputError(f"The 'budget' argument of {type(self).__name__}.{verb} must be a number >= 0. "
                              f"Got {budget!r}.")
         return float(budget)
 
+    @validate_args(queries=_QUERIES, budget=_BUDGET, _enforced_by_body=True)
     @_public_verb(begin=False)
     def route(self, queries: Any, budget: float) -> np.ndarray:
         check_is_fitted(self, "n_models_")
@@ -408,6 +451,7 @@ class Router(Method):
             raise TrustlabError(f"{type(self).__name__}._route returned a model index out of range.")
         return choice
 
+    @validate_args(queries=_QUERIES, budget=_BUDGET, _enforced_by_body=True)
     @_public_verb(begin=False)
     def decide(self, queries: Any, budget: float) -> RouteDecision:
         check_is_fitted(self, "n_models_")

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from trustlab.core._declare import takes_any
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import InstanceOf, Interval, Satisfies, validate_value
 
 __all__ = [
     "check_random_state",
@@ -65,6 +67,23 @@ def _is_seed(value: Any) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_) and 0 <= int(value) <= _MAX_SEED
 
 
+_STR = Satisfies(lambda v: isinstance(v, str), "a str", invalid=[3, None], valid="random_state")
+#: a seed of the global RNGs: python's random and torch take any int, numpy's legacy RNG its value mod 2**32;
+#: seed_everything also seeds a Generator, which needs an int >= 0
+_ANY_SEED = [Interval(int, None, None), None]
+_GLOBAL_SEED = [Interval(int, 0, None), None]
+
+
+def _is_snapshot(value: Any) -> bool:
+    return isinstance(value, dict) and {"python", "numpy"} <= value.keys()
+
+
+_SNAPSHOT = [Satisfies(_is_snapshot, "a global_rng_state() snapshot (a dict with 'python' and 'numpy')",
+                       invalid=[None, {}])]
+
+
+@validate_args(lambda: {"owner": None}, random_state=["random_state"], name=[_STR], owner=[_STR, None],
+               _enforced_by_body=True)
 def check_random_state(random_state: Any = None, *, name: str = "random_state", owner: str | None = None
                        ) -> np.random.Generator:
     """A numpy ``Generator`` from ``random_state``: None (fresh entropy), an int seed or a ``Generator``.
@@ -72,7 +91,11 @@ def check_random_state(random_state: Any = None, *, name: str = "random_state", 
     A ``Generator`` is returned as is (the caller's generator is advanced, as in scikit-learn); an int
     gives a new generator seeded with it. Anything else raises :class:`ConfigError` with the template
     message. The one accepted set of types matches :class:`~trustlab.core.constraints.RandomStateRule`.
+    The body checks its arguments (declared, not wrapped: it runs in every verb).
     """
+    if not isinstance(name, str) or not (owner is None or isinstance(owner, str)):
+        validate_value("check_random_state", "name", name, [_STR], noun="argument")
+        validate_value("check_random_state", "owner", owner, [_STR, None], noun="argument")
     if random_state is None:
         return np.random.default_rng()
     if isinstance(random_state, np.random.Generator):
@@ -81,23 +104,26 @@ def check_random_state(random_state: Any = None, *, name: str = "random_state", 
         return np.random.default_rng(int(random_state))
     from trustlab.core.exceptions import ConfigError
 
-    where = f" of {owner}" if owner else ""
+    where = f"parameter of {owner}" if owner else "argument of check_random_state"
     raise ConfigError(
-        f"The '{name}' parameter{where} must be None, an int in [0, {_MAX_SEED}] or a numpy Generator. "
+        f"The '{name}' {where} must be None, an int in [0, {_MAX_SEED}] or a numpy Generator. "
         f"Got {random_state!r} instead."
     )
 
 
+@validate_args(random_state=["random_state"])
 def as_generator(random_state: Any = None) -> np.random.Generator:
     """Alias of :func:`check_random_state` (kept for internal callers)."""
     return check_random_state(random_state)
 
 
+@validate_args(rng=[InstanceOf(np.random.Generator)])
 def spawn_seed(rng: np.random.Generator) -> int:
     """Draw a 32-bit seed from ``rng`` (advancing it), e.g. to seed a torch generator or a library."""
     return int(rng.integers(0, _MAX_SEED, endpoint=True))
 
 
+@validate_args(random_state=["random_state"])
 def as_seed(random_state: Any = None) -> int:
     """An int seed from ``random_state`` for libraries that take only ints (scikit-learn, optuna).
 
@@ -109,6 +135,7 @@ def as_seed(random_state: Any = None) -> int:
     return spawn_seed(check_random_state(random_state))
 
 
+@validate_args(random_state=["random_state"])
 def derive_seed(random_state: Any, *salt: Any) -> int:
     """A deterministic 32-bit seed from a base seed and any salt (e.g. a fold or client index).
 
@@ -120,6 +147,9 @@ def derive_seed(random_state: Any, *salt: Any) -> int:
     return int(ss.generate_state(1)[0])
 
 
+@validate_args(random_state=["random_state"],
+               device=[Satisfies(lambda v: isinstance(v, str) or type(v).__name__ == "device",
+                                 "a device name (str) or a torch.device", invalid=[3, None], valid="cpu")])
 def torch_generator(random_state: Any = None, device: Any = "cpu") -> Any:
     """A local ``torch.Generator`` seeded from ``random_state`` (int, Generator or None)."""
     import torch
@@ -137,6 +167,7 @@ def global_rng_state() -> dict[str, Any]:
     return state
 
 
+@validate_args(lambda: {"a": global_rng_state(), "b": global_rng_state()}, a=_SNAPSHOT, b=_SNAPSHOT)
 def same_global_rng_state(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two :func:`global_rng_state` snapshots are equal (torch compared when both have it)."""
     if a["python"] != b["python"]:
@@ -149,6 +180,7 @@ def same_global_rng_state(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return "torch" not in a or bool((a["torch"] == b["torch"]).all())
 
 
+@validate_args(seed=_ANY_SEED)
 @contextlib.contextmanager
 def isolated_global_rng(seed: int | None = None) -> Iterator[None]:
     """Seed the global RNGs with ``seed`` inside the block and restore their previous states on exit.
@@ -184,6 +216,7 @@ def isolated_global_rng(seed: int | None = None) -> Iterator[None]:
                     torch.cuda.set_rng_state_all(cuda_states)
 
 
+@validate_args(seed=_GLOBAL_SEED)
 def seed_everything(seed: int | None) -> np.random.Generator:
     """Seed python, numpy's legacy global RNG and torch (only if already imported) *globally*.
 

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from trustlab.core._declare import takes_any
+
 __all__ = ["limit_threads", "thread_state", "preserve_torch_threads"]
 
 
@@ -46,6 +48,8 @@ def preserve_torch_threads() -> Iterator[None]:
             torch.set_num_threads(before)
 
 
+@takes_any(n="None or an int >= 1, checked on entering the block with the template message (the rule "
+           "classes are imported only then: this module stays numpy-free)")
 @contextlib.contextmanager
 def limit_threads(n: int | None) -> Iterator[None]:
     """Limit BLAS/OpenMP pools (threadpoolctl) and torch intra-op threads to ``n`` inside the block.
@@ -64,7 +68,7 @@ def limit_threads(n: int | None) -> Iterator[None]:
         return
     from trustlab.core.constraints import Interval, validate_value
 
-    validate_value("limit_threads", "n", n, [Interval(int, 1, None), None])
+    validate_value("limit_threads", "n", n, [Interval(int, 1, None), None], noun="argument")
     from threadpoolctl import threadpool_limits
 
     torch = sys.modules.get("torch")

@@ -6,16 +6,39 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import AnyValue, SequenceOf, validate_args
+from trustlab.core.constraints import Interval, Satisfies
 from trustlab.core.exceptions import InputError, NotFittedError
 
 __all__ = ["check_array", "check_X_y", "check_consistent_length", "check_is_fitted", "check_n_features",
            "non_numeric_columns", "check_classification_targets"]
 
 
+#: the rules of the options the checks share (the checked value itself is validated by the body, whose message
+#: names the caller's argument)
+_NAME = [Satisfies(lambda v: isinstance(v, str), "a str (the argument's name in messages)", invalid=[None, 3],
+                   valid="X")]
+_OWNER = [Satisfies(lambda v: isinstance(v, str), "a str (who the messages name)", invalid=[3, b"x"], valid="f"),
+          None]
+_NDIM = [Interval(int, 0, None), SequenceOf(Interval(int, 0, None))]
+_BODY = "validated by the body, whose InputError names the caller's argument"
+
+
+def _is_dtype(value: object) -> bool:
+    if value is None or isinstance(value, str) and value == "numeric":
+        return True
+    if isinstance(value, str | type) or hasattr(value, "kind"):
+        np.dtype(value)  # raises for a name that is no dtype
+        return True
+    return False
+
+
 def _owner(owner: str | None) -> str:
     return f" of {owner}" if owner else ""
 
 
+@validate_args(frame=[AnyValue("any object: only a DataFrame-like (dtypes and columns) can have non-numeric "
+                                "columns; '' for every other value")])
 def non_numeric_columns(frame: Any) -> str:
     """For a DataFrame-like with non-numeric columns, a description naming them with a value and an
     encoding hint; ``""`` when every column is numeric (or ``frame`` has no columns)."""
@@ -37,6 +60,10 @@ def non_numeric_columns(frame: Any) -> str:
             "with sklearn's OneHotEncoder or OrdinalEncoder in a ColumnTransformer, or pd.get_dummies")
 
 
+@validate_args(X=[AnyValue(_BODY)], name=_NAME, owner=_OWNER, ndim=_NDIM + [None], allow_nan=["boolean"],
+               dtype=[Satisfies(_is_dtype, '"numeric", None or a numpy dtype (np.float64, "float32", ...)',
+                                invalid=["__no_dtype__", 3.5], valid="numeric")],
+               min_samples=[Interval(int, 0, None)], copy=["boolean"], allow_complex=["boolean"])
 def check_array(
     X: Any,
     *,
@@ -107,6 +134,7 @@ def check_array(
     return arr
 
 
+@validate_args(owner=_OWNER)
 def check_consistent_length(owner: str | None = None, **arrays: Any) -> None:
     """Raise InputError when the named arrays do not have the same number of samples."""
     lengths = {k: len(v) for k, v in arrays.items() if v is not None}
@@ -115,6 +143,8 @@ def check_consistent_length(owner: str | None = None, **arrays: Any) -> None:
         raise InputError(f"The arguments{_owner(owner)} must have the same number of samples. Got {desc}.")
 
 
+@validate_args(X=[AnyValue(_BODY)], y=[AnyValue(_BODY)], owner=_OWNER, ndim=_NDIM, y_numeric=["boolean"],
+               allow_nan=["boolean"], allow_complex=["boolean"])
 def check_X_y(
     X: Any, y: Any, *, owner: str | None = None, ndim: int | tuple[int, ...] = 2, y_numeric: bool = False,
     allow_nan: bool = False, allow_complex: bool = True,
@@ -138,6 +168,7 @@ def check_X_y(
     return X, y
 
 
+@validate_args(y=[AnyValue(_BODY)], name=_NAME, owner=_OWNER)
 def check_classification_targets(y: Any, *, name: str = "y", owner: str | None = None) -> None:
     """Refuse a target that is not a set of class labels (scikit-learn's ``type_of_target``).
 
@@ -160,6 +191,9 @@ def check_classification_targets(y: Any, *, name: str = "y", owner: str | None =
         )
 
 
+@validate_args(obj=[AnyValue("any object: its fitted (trailing-underscore) attributes are looked up")],
+               attributes=[Satisfies(lambda v: isinstance(v, str), "a str", invalid=[3], valid="coef_"),
+                           SequenceOf(Satisfies(lambda v: isinstance(v, str), "a str", invalid=[3]), min_len=0), None])
 def check_is_fitted(obj: Any, attributes: str | list[str] | None = None) -> None:
     """Raise NotFittedError unless ``obj`` has the given (or any trailing-underscore) fitted attributes."""
     owner = type(obj).__name__
@@ -176,6 +210,9 @@ def check_is_fitted(obj: Any, attributes: str | list[str] | None = None) -> None
         )
 
 
+@validate_args(obj=[AnyValue("any object: its n_features_in_ is read when it has one")],
+               X=[Satisfies(lambda v: hasattr(v, "ndim") and hasattr(v, "shape"), "an array (numpy or torch, with "
+                            "ndim and shape)", invalid=[None, [[1.0]]], valid=np.zeros((2, 2)))])
 def check_n_features(obj: Any, X: np.ndarray) -> None:
     """Raise InputError when X's feature count differs from the one seen in ``fit``."""
     expected = getattr(obj, "n_features_in_", None)

@@ -13,6 +13,7 @@ import numpy as np
 from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import Interval
 from trustlab.core.exceptions import InputError
+from trustlab.core.seeding import check_random_state, seed_alias
 from trustlab.core.validation import check_array
 
 __all__ = ["partition_iid", "partition_dirichlet",]
@@ -30,27 +31,31 @@ def _prep(y: Any, n_clients: int, owner: str) -> np.ndarray:
     return y
 
 
-@validate_args(y=_LABELS, n_clients=_CLIENTS, seed=_SEED)
-def partition_iid(y: Any, n_clients: int, *, seed: int = 0) -> list[np.ndarray]:
-    """Shuffle and cut into ``n_clients`` near-equal parts."""
+@seed_alias
+@validate_args(y=_LABELS, n_clients=_CLIENTS, random_state=["random_state"])
+def partition_iid(y: Any, n_clients: int, *, random_state: Any = 0) -> list[np.ndarray]:
+    """Shuffle and cut into ``n_clients`` near-equal parts (``random_state``: int, Generator or None; ``seed=`` is
+    its deprecated name)."""
     y = _prep(y, n_clients, "partition_iid")
-    perm = np.random.default_rng(seed).permutation(len(y))
+    perm = check_random_state(random_state).permutation(len(y))
     return [np.sort(p) for p in np.array_split(perm, n_clients)]
 
 
-@validate_args(y=_LABELS, n_clients=_CLIENTS, alpha=[Interval("real", 0, None, closed="neither")], seed=_SEED,
-               min_size=[Interval(int, 0, None)], max_tries=[Interval(int, 1, None)])
+@seed_alias
+@validate_args(y=_LABELS, n_clients=_CLIENTS, alpha=[Interval("real", 0, None, closed="neither")],
+               random_state=["random_state"], min_size=[Interval(int, 0, None)], max_tries=[Interval(int, 1, None)])
 def partition_dirichlet(
-    y: Any, n_clients: int, alpha: float = 0.5, *, seed: int = 0, min_size: int = 1, max_tries: int = 100
+    y: Any, n_clients: int, alpha: float = 0.5, *, random_state: Any = 0, min_size: int = 1, max_tries: int = 100
 ) -> list[np.ndarray]:
     """Label skew: for each class, client shares ~ Dirichlet(alpha). Small alpha = more skew.
 
-    Re-draws (up to ``max_tries``) until every client holds at least ``min_size`` samples.
+    Re-draws (up to ``max_tries``) until every client holds at least ``min_size`` samples. ``random_state``: int,
+    Generator or None (``seed=`` is its deprecated name).
     """
     y = _prep(y, n_clients, "partition_dirichlet")
     if min_size * n_clients > len(y):
         raise InputError(f"partition_dirichlet cannot give {n_clients} clients {min_size} samples each from {len(y)}.")
-    rng = np.random.default_rng(seed)
+    rng = check_random_state(random_state)
     classes = np.unique(y)
     for _ in range(max_tries):
         parts: list[list[int]] = [[] for _ in range(n_clients)]

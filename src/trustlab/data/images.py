@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Boolean, Interval, Options
+from trustlab.core.seeding import as_seed, seed_alias
 from trustlab.data._base import Dataset
 
 __all__ = ["load_digits_images"]
 
 
-@validate_args(noise=[Interval("real", 0, None)], seed=[Interval(int, 0, None)], flatten=[Boolean()],
+@seed_alias
+@validate_args(noise=[Interval("real", 0, None)], random_state=["random_state"], flatten=[Boolean()],
                size=[Options((8, 16, 24, 32))])
-def load_digits_images(noise: float = 0.0, *, seed: int = 0, flatten: bool = False, size: int = 8) -> Dataset:
+def load_digits_images(noise: float = 0.0, *, random_state: Any = 0, flatten: bool = False, size: int = 8) -> Dataset:
     """The 1,797 8x8 digits as float32 images in [0, 1] (pixels / 16).
 
     Parameters
@@ -21,7 +25,9 @@ def load_digits_images(noise: float = 0.0, *, seed: int = 0, flatten: bool = Fal
     noise : float, default=0.0
         Standard deviation of fixed Gaussian noise added once (seeded by ``seed``), then clipped to
         [0, 1]. Used for "noisy digits", where memorisation makes membership visible.
-    seed : int, default=0
+    random_state : int, numpy Generator or None, default=0
+        Seeds the noise; the int seed used (drawn once from a Generator) is in the name and the provenance.
+        ``seed=`` is its deprecated name.
     flatten : bool, default=False
         Return (n, size * size) instead of (n, size, size).
     size : int, default=8
@@ -38,6 +44,7 @@ def load_digits_images(noise: float = 0.0, *, seed: int = 0, flatten: bool = Fal
     """
     from sklearn.datasets import load_digits
 
+    seed = as_seed(random_state)
     b = load_digits()
     X = (b.images / 16.0).astype(np.float32)
     if size != 8:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.arguments import PATH, ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import AssetNotFoundError, ConfigError, InputError
 from trustlab.core.seeding import check_random_state
@@ -193,12 +193,15 @@ class PreferenceData:
     def __len__(self) -> int:
         return len(self.prompts)
 
+    @validate_args(rows=[ArrayLike(ndim=1, dtype="integer", min_len=0)])
     def subset(self, rows: Sequence[int]) -> PreferenceData:
         idx = [int(i) for i in rows]
         pick = lambda xs: [xs[i] for i in idx]  # noqa: E731
         return PreferenceData(pick(self.prompts), pick(self.chosen), pick(self.rejected), pick(self.tasks),
                               pick(self.answers), pick(self.kinds), pick(self.keys), dict(self.provenance))
 
+    @validate_args(test_size=[Interval(int, 1, None), Interval(float, 0, 1, closed="neither")],
+                   random_state=["random_state"])
     def split(self, test_size: int | float = 0.2, *, random_state: Any = 0) -> tuple[PreferenceData, PreferenceData]:
         """(train, test) with disjoint fact keys; ``test_size`` is a count or a fraction of the rows."""
         n = len(self)
@@ -222,6 +225,10 @@ class PreferenceData:
             raise ConfigError("PreferenceData.split left no training rows; lower test_size.")
         return self.subset(train), self.subset(sorted(test))
 
+    @validate_args(responses=[Satisfies(lambda v: not isinstance(v, str) and hasattr(v, "__len__")
+                                        and all(isinstance(r, str) for r in v),
+                                        "a sequence of response strings (one per row)", invalid=["text", [3]])],
+                   max_words=[Interval(int, 1, None)])
     def reward(self, responses: Sequence[str], *, max_words: int = 4) -> np.ndarray:
         """:func:`verify_response` of ``responses[i]`` against row ``i`` (one response per row)."""
         if len(responses) != len(self):
@@ -229,6 +236,7 @@ class PreferenceData:
         return np.asarray([verify_response(t, a, r, max_words=max_words) if t != "custom" or a else np.nan
                            for t, a, r in zip(self.tasks, self.answers, responses)], dtype=np.float64)
 
+    @validate_args(path=[PATH])
     def to_jsonl(self, path: str | Path) -> Path:
         """Write one JSON object per row (``prompt``, ``chosen``, ``rejected``, ``task``, ``answer``, ``kind``,
         ``key``), atomically; :func:`load_preferences` reads it back."""

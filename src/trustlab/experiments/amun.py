@@ -136,7 +136,7 @@ def _setup(cfg: Config, ctx: RunContext, res: Result) -> _Env:
     from trustlab.methods import amun as A
     from trustlab.models import MLP
 
-    ds = load_digits_images(noise=cfg.noise, seed=cfg.data_seed)
+    ds = load_digits_images(noise=cfg.noise, random_state=cfg.data_seed)
     X, y = ds.X.astype(np.float32), np.asarray(ds.y, np.int64)
     n_in = int(np.prod(X.shape[1:]))
 

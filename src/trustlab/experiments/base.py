@@ -26,13 +26,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import CallableRule, InstanceOf, Interval, Options
+from trustlab.core.constraints import CallableRule, InstanceOf, Interval, Options, Satisfies
 from trustlab.core.exceptions import BudgetExceededError, ConfigError
 from trustlab.results.result import ClaimOutcome, Result
 
@@ -41,6 +41,11 @@ __all__ = ["ExperimentConfig", "RunContext", "Claim", "CheckResult", "Premise", 
 MODES = ("quick", "default", "paper")
 #: what a CLAIMS entry is: a paper claim, or a premise claims rest on
 KINDS = ("claim", "premise")
+
+
+#: what RunContext.progress and RunContext.map iterate over
+_ITERABLE = [Satisfies(lambda v: iter(v) is not None, "an iterable", invalid=[None, 3], valid=[])]
+_TEXT = [InstanceOf(str)]
 
 
 @dataclass(frozen=True)
@@ -67,9 +72,8 @@ class ExperimentConfig:
         return cls.default()
 
     @classmethod
+    @validate_args(mode=[Options(MODES)])
     def for_mode(cls, mode: str) -> ExperimentConfig:
-        if mode not in MODES:
-            raise ConfigError(f"The 'mode' argument must be one of {MODES}. Got {mode!r} instead.")
         return getattr(cls, mode)()
 
     def validate(self) -> None:
@@ -116,6 +120,8 @@ class RunContext:
         open_block = now - self._untimed_since if self._untimed_since is not None else 0.0
         return now - self.started - sum(self.untimed_s.values()) - open_block
 
+    @validate_args(label=[Satisfies(lambda v: isinstance(v, str) and bool(v), "a non-empty str", invalid=["", None])],
+                   _enforced_by_body=True)
     @contextlib.contextmanager
     def untimed(self, label: str) -> Iterator[None]:
         """Keep the block's time out of the budget (recorded under ``label`` in provenance ``untimed_s``).
@@ -140,6 +146,7 @@ class RunContext:
                 self._untimed_since = None
                 self.untimed_s[label] = self.untimed_s.get(label, 0.0) + time.perf_counter() - t0
 
+    @validate_args(what=_TEXT)
     def check_budget(self, what: str = "") -> None:
         """Record (or, with a strict budget, refuse) running past the budget; call it between stages."""
         if self.budget_s is None or self.elapsed <= self.budget_s:
@@ -156,6 +163,7 @@ class RunContext:
             self.note(f"budget: passed the {self.budget_s:.0f} s target after {self.elapsed:.0f} s{where}; "
                       "the run went on (the machine may be busy; results are unaffected).")
 
+    @validate_args(iterable=_ITERABLE, desc=_TEXT, total=[Interval(int, 0, None), None])
     def progress(self, iterable: Iterable[Any], desc: str = "", total: int | None = None) -> Iterator[Any]:
         """Wrap an iterable in a progress bar (tqdm, to stderr) when progress is on."""
         if not self.show_progress:
@@ -165,6 +173,7 @@ class RunContext:
 
         yield from tqdm(iterable, desc=desc, total=total, leave=False)
 
+    @validate_args(fn=[CallableRule()], items=_ITERABLE, desc=_TEXT)
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], desc: str = "") -> list[Any]:
         """``[fn(item) for item in items]`` through the run's executor (local, process pool or Ray), for the
         independent units a run loops over (seeds, trials, grid points). Order is kept, each task's global
@@ -175,6 +184,7 @@ class RunContext:
         return map_items(self.executor, fn, list(items), seed=int(self.seeds[0]), desc=desc,
                          show_progress=self.show_progress)
 
+    @validate_args(message=_TEXT)
     def note(self, message: str) -> None:
         self.log.append(message)
 
@@ -232,6 +242,7 @@ class Claim:
                               f"{self.secondary!r}, requires={self.requires!r}).")
         object.__setattr__(self, "requires", tuple(self.requires))
 
+    @validate_args(config=[InstanceOf(Mapping)])
     def note_for(self, config: dict[str, Any]) -> str:
         return self.scale_note(config) if callable(self.scale_note) else self.scale_note
 

@@ -216,8 +216,8 @@ def _data(cfg: Config, seed: int) -> tuple[list[tuple[np.ndarray, np.ndarray]], 
     X, y = ds.X, ds.y
     perm = np.random.default_rng(2025).permutation(len(y))
     tr, va, te = perm[:1200], perm[1200:1400], perm[1400:]
-    parts = (partition_iid(y[tr], cfg.n_clients, seed=seed) if cfg.partition == "iid"
-             else partition_dirichlet(y[tr], cfg.n_clients, cfg.alpha, seed=seed))
+    parts = (partition_iid(y[tr], cfg.n_clients, random_state=seed) if cfg.partition == "iid"
+             else partition_dirichlet(y[tr], cfg.n_clients, cfg.alpha, random_state=seed))
     return [(X[tr][p], y[tr][p]) for p in parts], {"val": (X[va], y[va]), "test": (X[te], y[te])}
 
 

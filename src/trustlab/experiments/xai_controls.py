@@ -197,10 +197,10 @@ def _study(cfg: Config, res: Result, keep: dict[str, Any]) -> None:
     exp = make()
     with tempfile.TemporaryDirectory() as tmp:
         kw = {"y_true": [y[rows]], "n_participants": 12, "allow_unverified": True}
-        a = export_study([exp], seed=11, out_dir=Path(tmp, "a"), **kw)
-        export_study([exp], seed=11, out_dir=Path(tmp, "b"), **kw)
-        export_study([make()], seed=11, out_dir=Path(tmp, "c"), **kw)
-        export_study([exp], seed=12, out_dir=Path(tmp, "d"), **kw)
+        a = export_study([exp], random_state=11, out_dir=Path(tmp, "a"), **kw)
+        export_study([exp], random_state=11, out_dir=Path(tmp, "b"), **kw)
+        export_study([make()], random_state=11, out_dir=Path(tmp, "c"), **kw)
+        export_study([exp], random_state=12, out_dir=Path(tmp, "d"), **kw)
         files = sorted(a.files)
         same = sum((Path(tmp, "a", f).read_bytes() == Path(tmp, "b", f).read_bytes()) for f in files)
         fresh = sum((Path(tmp, "a", f).read_bytes() == Path(tmp, "c", f).read_bytes()) for f in files)

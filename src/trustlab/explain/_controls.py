@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
-from trustlab.core.constraints import Interval, Options, Satisfies
+from trustlab.core.constraints import InstanceOf, Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.hashing import content_hash
 from trustlab.core.seeding import check_random_state, derive_seed, isolated_global_rng, spawn_seed
@@ -41,6 +41,7 @@ from trustlab.explain._explanation import (
 from trustlab.explain._models import ModelAdapter, model_hash
 from trustlab.explain._randomise import randomised_models, refit_on_permuted_labels
 from trustlab.explain._sanity import THRESHOLDS, RankCorrelation, faithfulness_curves, judge, row_spearman
+from trustlab.models.training import TrainConfig
 
 __all__ = ["explain", "attach_controls", "explanation_from_values"]
 
@@ -74,6 +75,7 @@ _COMMON = {
     "cascade": ["boolean"],
     "max_evals": [None, Interval(int, 3, None)],
     "random_state": ["random_state"],
+    "train_config": [None, InstanceOf(TrainConfig)],
 }
 
 

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.constraints import Satisfies
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import Interval, Satisfies
 from trustlab.core.hashing import content_hash
 
 __all__ = ["Explanation", "Controls", "ProvenanceCard", "package_versions", "CONTROL_NAMES", "EXPLANATION_RULE"]
@@ -126,6 +127,7 @@ class Explanation:
         return (f"Explanation(method={self.method!r}, backend={self.backend!r}, n={n}, p={p}, role={self.role!r}, "
                 f"status={self.status}) [{self.label()}]")
 
+    @validate_args(rows=[ArrayLike(ndim=(0, 1), dtype="integer")])
     def select(self, rows: Any) -> Explanation:
         """The explanation of a subset of its rows, with its controls sliced alike and the same verdict and card.
 
@@ -148,6 +150,7 @@ class Explanation:
                                        [(s, e.select(idx)) for s, e in self.controls.cascade])
         return picked
 
+    @validate_args(i=[Interval(int, None, None)])
     def class_name(self, i: int) -> str:
         t = int(self.target[i])
         return self.output_names[t] if self.output_names and t < len(self.output_names) else str(t)
@@ -164,6 +167,7 @@ class Explanation:
         out.trustlab_label = self.label()  # type: ignore[attr-defined]
         return out
 
+    @validate_args(values=["boolean"])
     def to_dict(self, values: bool = True) -> dict[str, Any]:
         """Plain data (JSON-ready): status and label first, then values, verdict, controls and provenance."""
         out: dict[str, Any] = {"status": self.status, "label": self.label(), "role": self.role, "method": self.method,
@@ -179,11 +183,13 @@ class Explanation:
         out["provenance"] = None if self.provenance is None else self.provenance.to_dict()
         return out
 
+    @validate_args(values=["boolean"], indent=[Interval(int, 0, None), None])
     def to_json(self, values: bool = True, indent: int | None = 1) -> str:
         from trustlab.results.result import to_jsonable
 
         return json.dumps(to_jsonable(self.to_dict(values)), indent=indent, sort_keys=False)
 
+    @validate_args(top_k=[Interval(int, 0, None)], max_rows=[Interval(int, 0, None)])
     def to_markdown(self, top_k: int = 5, max_rows: int = 3) -> str:
         """A Markdown summary: the status line, the sanity checks, correlations, top features of a few rows."""
         n, p = self.shape
@@ -206,6 +212,7 @@ class Explanation:
             lines += ["", self.provenance.to_markdown()]
         return "\n".join(lines) + "\n"
 
+    @validate_args(row=[Interval(int, None, None), None], top_k=[Interval(int, 0, None)])
     def plot(self, row: int | None = None, top_k: int = 10) -> Any:
         """A bar chart of one row's (or the mean absolute) attributions; the title carries the status."""
         from matplotlib.figure import Figure

@@ -11,9 +11,9 @@
       manifest.json           SHA-256 of every file
       README.txt              what to share with whom
 
-Every byte is a function of the explanations and ``seed`` (no timestamps, sorted JSON, fixed rounding), so two
-exports with the same inputs are byte-identical. Stimulus and case ids are random draws, so neither names nor
-listing order carry the condition; within a case, stimuli differ only in their id and attribution numbers.
+Every byte is a function of the explanations and the seed drawn from ``random_state`` (no timestamps, sorted
+JSON, fixed rounding), so two exports with the same inputs are byte-identical. Stimulus and case ids are random
+draws, so neither names nor listing order carry the condition; within a case, stimuli differ only in their id and attribution numbers.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import Boolean, Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError
+from trustlab.core.seeding import as_seed, seed_alias
 from trustlab.explain._explanation import EXPLANATION_RULE, Explanation
 from trustlab.explain._power import PROBABILITY, PowerResult, sample_size
 from trustlab.explain._prereg import preregistration
@@ -240,18 +241,20 @@ def _is_explanations(v: Any) -> bool:
     return bool(items) and all(isinstance(e, Explanation) for e in items)
 
 
+@seed_alias
 @validate_args(_example=_example,
                explanations=[Satisfies(_is_explanations, "an Explanation or a non-empty list of Explanations",
                                        ["not-an-explanation", [], [1, 2]])],
                conditions=[SequenceOf(Options(list(CONDITIONS)), min_len=2, unique=True)],
-               seed=[Interval(int, 0, 2**32 - 1)], out_dir=[_FOLDER],
+               random_state=["random_state"], out_dir=[_FOLDER],
                design=[Options(["between", "within"])], n_participants=[None, Interval(int, 1, None)],
                y_true=[None, SequenceOf(ArrayLike(ndim=1, dtype="any"))], effect_size=[Interval(float, 0, None,
                                                                                               closed="neither")],
                alpha=[PROBABILITY], power=[PROBABILITY], decimals=[Interval(int, 1, 12)], match_scale=[Boolean()],
                allow_unverified=[Boolean()],
                overwrite=[Boolean()], title=[str])
-def export_study(explanations: Any, conditions: Any = ("real", "placebo", "baseline"), *, seed: int, out_dir: Any,
+def export_study(explanations: Any, conditions: Any = ("real", "placebo", "baseline"), *, random_state: Any,
+                 out_dir: Any,
                  design: str = "between", n_participants: int | None = None, y_true: Any = None,
                  effect_size: float = 0.5, alpha: float = 0.05, power: float = 0.8, decimals: int = 4,
                  match_scale: bool = False, allow_unverified: bool = False, overwrite: bool = False,
@@ -271,8 +274,13 @@ def export_study(explanations: Any, conditions: Any = ("real", "placebo", "basel
 
     Examples
     --------
-    >>> export_study([exp], seed=7, out_dir="study/")  # doctest: +SKIP
+    >>> export_study([exp], random_state=7, out_dir="study/")  # doctest: +SKIP
+
+    ``random_state`` (an int, a numpy Generator or None; ``seed=`` is its deprecated name) gives the seed that
+    draws the ids and the assignment; the key, manifest and pre-registration record that int seed (a Generator
+    is advanced once to draw it), so the export is reproducible from what it records.
     """
+    seed = as_seed(random_state)
     exps = _explanation_list(explanations)
     conds = tuple(conditions)
     _check_explanations(exps, conds, allow_unverified)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from trustlab.core._declare import takes_any
 from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval
 from trustlab.core.optional import require
@@ -36,6 +37,7 @@ class MLP(nn.Module):
         layers.append(nn.Linear(prev, n_classes))
         self.net = nn.Sequential(*layers)
 
+    @takes_any(x="a (n, n_features) tensor on the hot path; the shapes are checked by the layers")
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
 
@@ -52,6 +54,7 @@ class SmallCNN(nn.Module):
         )
         self.head = nn.Linear(2 * channels * (image_size // 2) ** 2, n_classes)
 
+    @takes_any(x="a (n, [1,] H, W) image tensor on the hot path; the shapes are checked by the layers")
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.ndim == 3:
             x = x.unsqueeze(1)

@@ -160,7 +160,8 @@ def _example_epoch() -> dict[str, Any]:
                                     [None, "sgd"])],
                batch_size=[Interval(int, 1, None)],
                generator=[Satisfies(lambda v: isinstance(v, torch.Generator), "a torch.Generator", [None, 0])],
-               sign=[Interval("real", -1, 1)], loss_fn=["callable", None], after_step=["callable", None])
+               sign=[Interval("real", -1, 1)], loss_fn=["callable", None], after_step=["callable", None],
+               extra_loss=["callable", None], after_backward=["callable", None], check_loss=["callable", None])
 def train_epoch(model: Any, X: Any, y: Any, optimizer: Any, *, generator: Any, batch_size: int = 64,
                 sign: float = 1.0, extra_loss: Callable[[], Any] | None = None,
                 after_backward: Callable[[], None] | None = None,

@@ -109,7 +109,7 @@ _THRESHOLD = re.compile(rf"^\s*{_OP}?\s*({_NUM})(.*)$", re.S)
 _LEADING = re.compile(rf"^\s*({_NUM})(?![\w.])")
 @validate_args(lambda: {"result": Result("x", "quick", {}), "x": "a", "y": "b"}, result=[InstanceOf(Result)],
                x=[InstanceOf(str)], y=[InstanceOf(str)], hue=[InstanceOf(str)], facet=[InstanceOf(str)],
-               logx=["boolean"])
+               where=_OPT_DICT, title=_OPT_STR, xlabel=_OPT_STR, ylabel=_OPT_STR, logx=["boolean"])
 def front_plot(result: Result, x: str, y: str, *, hue: str = "method", facet: str = "dataset",
                where: dict[str, Any] | None = None, title: str | None = None, xlabel: str | None = None,
                ylabel: str | None = None, logx: bool = True) -> Any:

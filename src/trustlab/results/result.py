@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from trustlab.core.arguments import PATH, AnyValue, validate_args
+from trustlab.core.constraints import InstanceOf, Interval
 from trustlab.core.exceptions import InputError
 from trustlab.core.files import atomic_write, atomic_write_text, to_jsonable  # noqa: F401 - old import paths
 
@@ -46,6 +49,7 @@ class ClaimOutcome:
         return "PASS" if self.passed else "FAIL"
 
     @classmethod
+    @validate_args(data=[InstanceOf(Mapping)])
     def from_dict(cls, data: dict[str, Any]) -> ClaimOutcome:
         """Build from JSON; fields a later trustlab added (same schema version) are ignored."""
         known = {f.name for f in fields(cls)}
@@ -128,10 +132,13 @@ class Result:
         """The JSON document; ``counts`` (derived from the claims, ignored on reading) is written for readers."""
         return to_jsonable({**asdict(self), "counts": self.counts})
 
+    @validate_args(indent=[Interval(int, 0, None), None])
     def to_json(self, indent: int | None = 1) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
+    @validate_args(data=[AnyValue("parsed JSON: the body refuses a foreign document or a newer schema with an "
+                                  "InputError naming what it lacks")])
     def from_dict(cls, data: dict[str, Any]) -> Result:
         """Build from parsed JSON; a foreign document or a newer schema raises :class:`InputError`."""
         if not isinstance(data, dict) or any(k not in data for k in _REQUIRED) or "schema_version" not in data:
@@ -149,14 +156,17 @@ class Result:
         return cls(**data)
 
     @classmethod
+    @validate_args(text=[InstanceOf(str, bytes, bytearray)])
     def from_json(cls, text: str) -> Result:
         return cls.from_dict(json.loads(text))
 
+    @validate_args(path=[PATH])
     def save(self, path: str | Path) -> Path:
         """Write the JSON atomically (never a half-written file; permissions from the umask)."""
         return atomic_write_text(path, self.to_json())
 
     @classmethod
+    @validate_args(path=[PATH])
     def load(cls, path: str | Path) -> Result:
         """Read a result file; an unreadable, corrupt or foreign file raises :class:`InputError` naming it."""
         p = Path(path)

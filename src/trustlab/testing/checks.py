@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from trustlab.core.constraints import invalid_values
+from trustlab.core.arguments import AnyValue, SequenceOf, validate_args
+from trustlab.core.base import Method
+from trustlab.core.constraints import Interval, Satisfies, invalid_values
 from trustlab.core.exceptions import ConfigError, InputError, NotFittedError, TrustlabError
 from trustlab.testing._classifier import check_classifier_semantics
 from trustlab.testing._inputs import _model, bad_inputs, default_inputs, fit_for_checks, role_of, run_verbs
@@ -27,11 +29,21 @@ from trustlab.testing._inputs import _model, bad_inputs, default_inputs, fit_for
 __all__ = ["ALL_CHECKS", "check_method", "parametrize_with_checks", "instances", "assert_outputs_equal"]
 
 
+#: a trustlab method class (its test-params sets make the instances the checks run on)
+_METHOD_CLASS = Satisfies(lambda v: isinstance(v, type) and issubclass(v, Method), "a trustlab Method class",
+                          invalid=[None, "Cls", int], valid=Method)
+_OUTPUT = [AnyValue("any verb output: arrays, dicts, dataclasses and scalars are compared structurally")]
+_TOL = [Interval(float, 0, None)]
+
+
+@validate_args(cls=[_METHOD_CLASS])
 def instances(cls: type) -> list[Any]:
     """One instance per test-params set of ``cls``."""
     return [cls(**params) for params in cls._get_test_params()]
 
 
+@validate_args(a=_OUTPUT, b=_OUTPUT, what=[Satisfies(lambda v: isinstance(v, str), "a str (what the message names)",
+                                                     invalid=[None, 3], valid="output")], rtol=_TOL, atol=_TOL)
 def assert_outputs_equal(a: Any, b: Any, what: str, *, rtol: float = 1e-7, atol: float = 1e-9) -> None:
     """Structural equality of verb outputs (arrays, dicts, dataclasses, scalars)."""
     if dataclasses.is_dataclass(a) and not isinstance(a, type):
@@ -322,6 +334,7 @@ def _cases(classes: Iterable[type]) -> Iterator[tuple[Any, Callable[[Any], None]
                 yield est, check
 
 
+@validate_args(cls=[_METHOD_CLASS], checks=[SequenceOf("callable", min_len=0)])
 def check_method(cls: type, *, checks: Iterable[Callable[[Any], None]] = ALL_CHECKS) -> None:
     """Run every common check on every test-params instance of ``cls``; raises AssertionError on failure."""
     for est in instances(cls):
@@ -332,6 +345,7 @@ def check_method(cls: type, *, checks: Iterable[Callable[[Any], None]] = ALL_CHE
                 raise AssertionError(f"{check.__name__} failed for {est!r}: {type(exc).__name__}: {exc}") from exc
 
 
+@validate_args(classes=[SequenceOf(_METHOD_CLASS, min_len=0)])
 def parametrize_with_checks(classes: Iterable[type]) -> Any:
     """A pytest ``parametrize`` decorator over (instance, check) for the given classes."""
     import pytest

@@ -13,14 +13,21 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import PATH, AnyValue, validate_args
+from trustlab.core.constraints import Interval
+
+_ITEM = [AnyValue("a test task's payload, returned or named as is")]
+
 __all__ = ["global_draws", "fail_first", "always_fail", "pid_of", "sleep_for"]
 
 
+@validate_args(item=_ITEM)
 def global_draws(item: Any) -> tuple[Any, float, float]:
     """The item with one draw from Python's and one from NumPy's global RNG."""
     return item, random.random(), float(np.random.rand())
 
 
+@validate_args(marker=[PATH])
 def fail_first(marker: str) -> str:
     """Raise the first time it runs for ``marker`` (a file path it creates), succeed afterwards."""
     path = Path(marker)
@@ -30,16 +37,19 @@ def fail_first(marker: str) -> str:
     return path.name
 
 
+@validate_args(item=_ITEM)
 def always_fail(item: Any) -> None:
     """Raise ValueError naming the item."""
     raise ValueError(f"bad item {item!r}")
 
 
+@validate_args(item=_ITEM)
 def pid_of(item: Any) -> tuple[Any, int]:
     """The item and the worker's process id."""
     return item, os.getpid()
 
 
+@validate_args(seconds=[Interval(float, 0, None)])
 def sleep_for(seconds: float) -> float:
     """Sleep ``seconds`` and return them."""
     import time
