@@ -37,7 +37,7 @@ def toy():
     X = np.clip(centers[y] + rng.normal(0, 0.25, (120, 16)), 0, 1).astype(np.float32)
     data = A.UnlearningData(X=X, y=y, train_idx=np.arange(60), test_idx=np.arange(60, 120), num_classes=3)
     model = _net()
-    A.sgd_train(model, X[:60], y[:60], A.SGDSpec(epochs=40, lr=0.05), seed=0)
+    A.sgd_train(model, X[:60], y[:60], A.SGDSpec(epochs=40, lr=0.05), random_state=0)
     return model, data
 
 
@@ -312,10 +312,10 @@ def test_end_to_end_digits_membership_is_visible():
     Xp, yp = X[pool], y[pool]
     data = A.UnlearningData(X=Xp, y=yp, train_idx=np.arange(300), test_idx=np.arange(300, 700), num_classes=10)
     spec = A.SGDSpec(epochs=40, lr=0.05)
-    refs = A.fit_reference_models(lambda: MLP(64, 10, hidden=(128,)), Xp, yp, 4, spec=spec, seed=0)
+    refs = A.fit_reference_models(lambda: MLP(64, 10, hidden=(128,)), Xp, yp, 4, spec=spec, random_state=0)
     with isolated_global_rng(0):
         model = MLP(64, 10, hidden=(128,))
-    A.sgd_train(model, Xp[:300], yp[:300], spec, seed=0)
+    A.sgd_train(model, Xp[:300], yp[:300], spec, random_state=0)
     f = np.arange(60)
     orig = A.evaluate_unlearning(model, data, f, refs, balanced=False, svc=True)
     with A.Retrain(epochs=40, weight_decay=0.0, random_state=0).apply(model, f, data):
@@ -402,7 +402,7 @@ def test_sgd_train_returns_a_history_and_retrain_can_stop_at_an_accuracy(toy):
 
     model, data = toy
     net = _net(seed=3)
-    hist = A.sgd_train(net, data.X[:60], data.y[:60], A.SGDSpec(epochs=5), seed=0)
+    hist = A.sgd_train(net, data.X[:60], data.y[:60], A.SGDSpec(epochs=5), random_state=0)
     assert isinstance(hist, TrainHistory) and hist.epochs_run == 5 and hist.wall_time_s > 0
     with A.Retrain(epochs=200, target_accuracy=1.0, random_state=0).apply(model, np.arange(10), data) as h:
         assert 1 <= h.info.epochs_run < 200
@@ -427,3 +427,13 @@ def test_experiment_configs_validate():
         Config(n_refs=3).validate()
     with pytest.raises(ConfigError):
         Config(methods=("FT",)).validate()
+
+
+def test_seed_keyword_is_the_deprecated_random_state():
+    """Issue 43: the int-only seed= became random_state= (int, Generator or None); seed= still works, with a warning."""
+    a, b = np.linspace(0, 1, 60), np.linspace(0.2, 1.2, 80)
+    with pytest.warns(FutureWarning, match="random_state"):
+        old = A.mia_auc(a, b, seed=3)
+    assert old == A.mia_auc(a, b, random_state=3)
+    assert np.isfinite(A.mia_auc(a, b, random_state=np.random.default_rng(0)))
+    assert A.SGDSpec().train_config(random_state=5).seed == 5

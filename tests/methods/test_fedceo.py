@@ -254,7 +254,7 @@ def test_vectorised_equals_loop(fl_setup):
 
     model, clients, test = fl_setup
     kw = dict(rounds=3, clients_per_round=4, local_epochs=2, batch_size=8, lr=0.1, momentum=0.5,
-              eval_sets={"test": test}, seed=1)
+              eval_sets={"test": test}, random_state=1)
     a = run_federated(model, clients, aggregator=UDPFedAvg(), **kw)
     b = run_federated(model, clients, aggregator=UDPFedAvg(), vectorised=False, **kw)
     for n in a.final_params:
@@ -266,7 +266,7 @@ def test_simulator_seeded_and_epsilon_independent_of_smoothing(fl_setup):
     from trustlab.methods.fedceo import UDP, run_federated
 
     model, clients, test = fl_setup
-    kw = dict(rounds=4, clients_per_round=3, mechanism=UDP(sigma=0.5), eval_sets={"test": test}, seed=3)
+    kw = dict(rounds=4, clients_per_round=3, mechanism=UDP(sigma=0.5), eval_sets={"test": test}, random_state=3)
     a = run_federated(model, clients, aggregator=FedCEO(lam=1.0, interval=2), restart=True, **kw)
     b = run_federated(model, clients, aggregator=FedCEO(lam=1.0, interval=2), restart=True, **kw)
     c = run_federated(model, clients, aggregator=UDPFedAvg(), **kw)
@@ -282,7 +282,7 @@ def test_dpsgd_mechanism_runs_with_opacus(fl_setup):
 
     model, clients, test = fl_setup
     h = run_federated(model, clients[:3], aggregator=FedCEO(lam=1.0), mechanism=DPSGD(sigma=1.0), rounds=2,
-                      clients_per_round=2, batch_size=16, eval_sets={"test": test}, seed=0)
+                      clients_per_round=2, batch_size=16, eval_sets={"test": test}, random_state=0)
     assert 0 < h.epsilon < float("inf")
     assert 0.0 <= h.final("test") <= 1.0
 
@@ -423,7 +423,7 @@ def test_dpsgd_epsilon_independent_of_smoothing(fl_setup):
 
     model, clients, test = fl_setup
     kw = dict(rounds=4, clients_per_round=3, mechanism=DPSGD(sigma=1.5), batch_size=16, eval_sets={"test": test},
-              seed=2)
+              random_state=2)
     a = run_federated(model, clients, aggregator=FedCEO(lam=1.0, interval=2), restart=True, **kw)
     b = run_federated(model, clients, aggregator=UDPFedAvg(), **kw)
     assert a.dp_histories == b.dp_histories and a.epsilon == b.epsilon > 0
@@ -449,8 +449,8 @@ def test_client_schedule_is_what_the_simulator_samples(fl_setup):
     from trustlab.methods.fedceo import client_schedule, run_federated
 
     model, clients, test = fl_setup
-    h = run_federated(model, clients, rounds=3, clients_per_round=4, seed=5)
-    assert h.sampled == client_schedule(len(clients), 4, 3, seed=5)
+    h = run_federated(model, clients, rounds=3, clients_per_round=4, random_state=5)
+    assert h.sampled == client_schedule(len(clients), 4, 3, random_state=5)
 
 
 def test_restart_rule_stores_the_latest_model_like_the_official_code(fl_setup):
@@ -460,7 +460,7 @@ def test_restart_rule_stores_the_latest_model_like_the_official_code(fl_setup):
 
     model, clients, test = fl_setup
     h = run_federated(model, clients, aggregator=FedCEO(lam=1.0, interval=2), restart=True, rounds=5,
-                      clients_per_round=3, seed=1)
+                      clients_per_round=3, random_state=1)
     seen: set[int] = set()
     for t, s in enumerate(h.sampled):
         expected = sum(c in seen for c in s) if t > 0 and t % 2 == 0 else 0
@@ -519,7 +519,7 @@ def test_udp_regressions():
         UDP().privatize(start, {"v": np.ones(3), "w": np.ones(3)})
     with pytest.raises(InputError, match="shape"):
         UDP().privatize(start, {"w": np.ones(4)})
-    with pytest.raises(ConfigError, match="'rng' parameter of UDP.privatize"):
+    with pytest.raises(ConfigError, match="'rng' argument of UDP.privatize"):
         UDP().privatize(start, trained, "seed")
 
 
@@ -553,7 +553,7 @@ def test_experiment_configs_and_calibration_match_opacus(fl_setup):
     cfg = Config(n_clients=len(clients), clients_per_round=3, rounds=4, target_epsilon=5.0)
     mech = _calibrate(cfg, [len(c[1]) for c in clients], seed=0)
     h = run_federated(model, clients, mechanism=mech, rounds=4, clients_per_round=3, batch_size=cfg.batch_size,
-                      seed=0)
+                      random_state=0)
     counts = Counter(c for s in client_schedule(len(clients), 3, 4, 0) for c in s)
     for c, hist in h.dp_histories.items():
         per_epoch = -(-len(clients[c][1]) // cfg.batch_size)

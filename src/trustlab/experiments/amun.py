@@ -124,7 +124,7 @@ class _Env:
     def evaluate(self, cfg: Config, model: Any, data: Any, f: np.ndarray, seed: int) -> dict[str, float]:
         from trustlab.methods import amun as A
 
-        m = A.evaluate_unlearning(model, data, f, self.refs, balanced=cfg.auc_balanced, seed=seed, gamma=cfg.gamma)
+        m = A.evaluate_unlearning(model, data, f, self.refs, balanced=cfg.auc_balanced, random_state=seed, gamma=cfg.gamma)
         return m.to_dict()
 
     def timed(self, key: str, t0: float) -> None:
@@ -207,7 +207,7 @@ def _original(cfg: Config, env: _Env, seed: int) -> tuple[Any, Any, np.random.Ge
         model = env.make_model()
     t = time.perf_counter()
     if cfg.train_original:
-        A.sgd_train(model, env.X[tr], env.y[tr], env.train_spec, seed=seed)
+        A.sgd_train(model, env.X[tr], env.y[tr], env.train_spec, random_state=seed)
     env.timed("train", t)
     return model, data, rng
 

@@ -240,7 +240,7 @@ def _seed_runs(cfg: Config, ctx: RunContext, seed: int) -> list[dict[str, Any]]:
                           clients_per_round=cfg.clients_per_round, local_epochs=cfg.local_epochs,
                           batch_size=cfg.batch_size, lr=cfg.lr, momentum=cfg.momentum,
                           restart=cfg.restart and cfg.smoothing and method == FEDCEO, eval_sets=evals, eval_every=cfg.eval_every,
-                          delta=cfg.delta, seed=seed)
+                          delta=cfg.delta, random_state=seed)
         prv = dp_epsilon(h.dp_histories, cfg.delta, accountant="prv", eps_error=cfg.prv_eps_error) if m else None
         rows.append(dict(method=method, lam=lam, seed=seed, sigma=None if m is None else m.sigma,
                          val=h.final("val"), test=h.final("test"), epsilon=h.epsilon if m else None, epsilon_prv=prv,

@@ -14,6 +14,7 @@ from trustlab.core.base import state_dict_hash
 from trustlab.core.constraints import Interval
 from trustlab.core.exceptions import InputError
 from trustlab.core.hashing import content_hash
+from trustlab.core.seeding import as_seed, seed_alias
 from trustlab.core.threads import limit_threads
 from trustlab.methods.amun._data import MODEL_RULE, POSITIVE_FINITE, RANGE_RULE, as_int64
 from trustlab.models import MLP, device_of
@@ -234,18 +235,19 @@ def adversarial_set(model: Any, X: Any, y: Any, eps_init: float, steps: int = 50
     return res
 
 
+@seed_alias
 @validate_args(_example, **_RULES, target=[Interval("real", 0, 1, closed="right")], pilot=[Interval(int, 1, None)],
-               start=[POSITIVE_FINITE, None], seed=[Interval(int, 0, 2**32 - 1)])
+               start=[POSITIVE_FINITE, None], random_state=["random_state"])
 def choose_eps_init(model: Any, X: Any, y: Any, *, target: float = 0.95, pilot: int = 100, steps: int = 50,
                     start: float | None = None, input_range: tuple[float, float] = (0.0, 1.0),
-                    seed: int = 0) -> float:
+                    random_state: Any = 0) -> float:
     """The paper's App. E.1 rule: pick eps_init so that ~``target`` of a ``pilot``-sample succeed at eps_init.
 
     Runs Algorithm 1 on the pilot from a small ``start`` radius (default 1 % of the box diagonal) and returns
     the ``target`` quantile of the final radii (a power-of-two multiple of ``start``).
     """
     X, y, lo, hi = _validate(model, X, y, input_range, "choose_eps_init")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(as_seed(random_state))
     take = rng.choice(len(X), size=min(pilot, len(X)), replace=False)
     diag = (hi - lo) * float(np.sqrt(np.prod(X.shape[1:])))
     start = 0.01 * diag if start is None else float(start)

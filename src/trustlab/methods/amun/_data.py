@@ -18,6 +18,7 @@ from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.optional import require
+from trustlab.core.seeding import as_seed, seed_alias
 from trustlab.models import MLP, TrainConfig, TrainingDivergedError, fit_model, predict_logits
 
 torch = require("torch", purpose="trustlab.methods.amun")
@@ -52,6 +53,7 @@ class UnlearningData:
     num_classes: int | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    @validate_args(forget_idx=[ArrayLike(ndim=1, dtype="integer", low=0, min_len=0)])
     def retain_idx(self, forget_idx: np.ndarray) -> np.ndarray:
         return np.setdiff1d(np.asarray(self.train_idx), forget_idx)
 
@@ -163,11 +165,16 @@ class SGDSpec:
     lr_step: int | None = None
     gamma: float = 0.1
 
-    def train_config(self, seed: int = 0, num_threads: int | None = 1,
+    @seed_alias
+    @validate_args(random_state=["random_state"], num_threads=[Interval(int, 1, None), None],
+                   target_accuracy=[Interval("real", 0, 1, closed="right"), None])
+    def train_config(self, random_state: Any = 0, num_threads: int | None = 1,
                      target_accuracy: float | None = None) -> TrainConfig:
+        """The :class:`trustlab.models.TrainConfig` of this recipe, seeded by ``random_state`` (an int is kept, a
+        Generator or None drawn once; ``seed=`` is its deprecated name)."""
         return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
                            optimizer="sgd", momentum=self.momentum, lr_step=self.lr_step, gamma=self.gamma,
-                           target_accuracy=target_accuracy, seed=int(seed), num_threads=num_threads)
+                           target_accuracy=target_accuracy, seed=as_seed(random_state), num_threads=num_threads)
 
 
 #: the rule of every ``model`` argument: a torch module
@@ -194,13 +201,15 @@ def _sgd_example() -> dict[str, Any]:
     return {"model": MLP(2, 2, hidden=(2,)), "X": np.zeros((4, 2)), "y": np.array([0, 1, 0, 1])}
 
 
+@seed_alias
 @validate_args(_sgd_example, model=MODEL_RULE, X=[ArrayLike(ndim=(2, 3, 4))],
                y=[ArrayLike(ndim=1, dtype="integer", low=0)], spec=[InstanceOf(SGDSpec), None],
-               seed=[Interval(int, 0, 2**32 - 1)], num_threads=[Interval(int, 1, None), None],
+               random_state=["random_state"], num_threads=[Interval(int, 1, None), None],
                target_accuracy=[Interval("real", 0, 1, closed="right"), None])
-def sgd_train(model: Any, X: Any, y: Any, spec: SGDSpec | None = None, *, seed: int = 0,
+def sgd_train(model: Any, X: Any, y: Any, spec: SGDSpec | None = None, *, random_state: Any = 0,
               num_threads: int | None = 1, target_accuracy: float | None = None) -> Any:
-    """Train ``model`` with cross-entropy and SGD(momentum) by ``spec``; deterministic by ``seed``.
+    """Train ``model`` with cross-entropy and SGD(momentum) by ``spec``; deterministic by ``random_state`` (an int;
+    ``seed=`` is its deprecated name).
 
     Returns a :class:`~trustlab.models.TrainHistory` (a dataclass; it used to be a dict).
 
@@ -211,7 +220,7 @@ def sgd_train(model: Any, X: Any, y: Any, spec: SGDSpec | None = None, *, seed: 
     """
     spec = spec or SGDSpec()
     try:
-        return fit_model(model, X, y, spec.train_config(seed, num_threads, target_accuracy))
+        return fit_model(model, X, y, spec.train_config(random_state, num_threads, target_accuracy))
     except TrainingDivergedError as exc:
         raise UnlearningDivergedError(f"sgd_train: {exc}") from exc
 

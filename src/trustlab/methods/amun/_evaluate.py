@@ -22,7 +22,7 @@ from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.executor import Executor, map_items
-from trustlab.core.seeding import isolated_global_rng
+from trustlab.core.seeding import as_seed, isolated_global_rng, seed_alias
 from trustlab.methods.amun._data import (
     MODEL_RULE,
     POSITIVE_FINITE,
@@ -50,7 +50,8 @@ class SmallSampleWarning(UserWarning):
 
 _INDEX = ArrayLike(ndim=1, dtype="integer", low=0)
 _LABELS = [ArrayLike(ndim=1, dtype="integer", low=0)]
-_SEED = [Interval(int, 0, 2**32 - 1)]
+#: the seed of every function here: an int is used as given, a Generator or None becomes one int first
+_SEED = ["random_state"]
 _REAL = [Interval("real", None, None)]
 
 
@@ -150,11 +151,12 @@ def _refs_example() -> dict[str, Any]:
             "spec": SGDSpec(epochs=1)}
 
 
+@seed_alias
 @validate_args(_refs_example, make_model=["callable"], X=[ArrayLike(ndim=(2, 3, 4))], y=_LABELS,
-               n_models=[Interval(int, 2, None)], spec=[InstanceOf(SGDSpec), None], seed=_SEED,
+               n_models=[Interval(int, 2, None)], spec=[InstanceOf(SGDSpec), None], random_state=_SEED,
                progress=["callable", None], executor=[InstanceOf(Executor), None])
 def fit_reference_models(make_model: Callable[[], Any], X: Any, y: Any, n_models: int, *,
-                         spec: SGDSpec | None = None, seed: int = 0,
+                         spec: SGDSpec | None = None, random_state: Any = 0,
                          progress: Callable[[Any], Any] | None = None,
                          executor: Executor | None = None) -> ReferenceModels:
     """Train ``n_models`` reference models, each on a random half of the pool (X, y), in complementary
@@ -165,6 +167,7 @@ def fit_reference_models(make_model: Callable[[], Any], X: Any, y: Any, n_models
     ``executor`` (:mod:`trustlab.core.executor`: a process pool or Ray) the models train as parallel tasks
     (same logits as the same executor's local run); ``progress`` then is ignored (the executor shows one bar).
     """
+    seed = as_seed(random_state)
     X, y = _reference_pool("fit_reference_models", X, y, n_models, np.float32)
     masks = _half_masks(len(X), n_models, seed)
     t0 = time.perf_counter()
@@ -211,16 +214,18 @@ def _estimator_example() -> dict[str, Any]:
             "y": np.array([0, 1, 0, 1])}
 
 
+@seed_alias
 @validate_args(_estimator_example, estimator=[_CLASSIFIER],
-               X=[ArrayLike(ndim=2)], y=_LABELS, n_models=[Interval(int, 2, None)], seed=_SEED,
+               X=[ArrayLike(ndim=2)], y=_LABELS, n_models=[Interval(int, 2, None)], random_state=_SEED,
                executor=[InstanceOf(Executor), None], show_progress=["boolean"])
-def fit_reference_estimators(estimator: Any, X: Any, y: Any, n_models: int, *, seed: int = 0,
+def fit_reference_estimators(estimator: Any, X: Any, y: Any, n_models: int, *, random_state: Any = 0,
                              executor: Executor | None = None, show_progress: bool = False) -> ReferenceModels:
     """:func:`fit_reference_models` for a scikit-learn classifier: ``n_models`` clones of ``estimator``, each fitted
     on a random half of the pool (the same complementary pairs), their logits ``log(predict_proba)`` (clipped at
     1e-6) on every pool point. Clones with a ``random_state`` get ``seed * 1000 + i``. Used by ``trustlab audit``
     to measure the membership risk of a user's own (non-torch) model with RMIA.
     """
+    seed = as_seed(random_state)
     X, y = _reference_pool("fit_reference_estimators", X, y, n_models, np.float64)
     n_classes = int(y.max()) + 1
     masks = _half_masks(len(X), n_models, seed)
@@ -250,7 +255,7 @@ def _fit_reference(make_model: Callable[[], Any], X: np.ndarray, y: np.ndarray, 
     """Reference model ``i``: trained on ``masks[i]``, its logits on every pool point (one executor task)."""
     with isolated_global_rng(seed * 1000 + i):
         model = make_model()
-    sgd_train(model, X[masks[i]], y[masks[i]], spec, seed=seed * 1000 + i)
+    sgd_train(model, X[masks[i]], y[masks[i]], spec, random_state=seed * 1000 + i)
     return logits_of(model, X)
 
 
@@ -298,16 +303,18 @@ def _auc_example() -> dict[str, Any]:
     return {"member_scores": np.array([1.0, 2.0]), "nonmember_scores": np.array([0.0, 1.5])}
 
 
+@seed_alias
 @validate_args(_auc_example, member_scores=[ArrayLike(ndim=1)], nonmember_scores=[ArrayLike(ndim=1)],
-               balanced=["boolean"], n_rep=[Interval(int, 1, None)], seed=_SEED)
+               balanced=["boolean"], n_rep=[Interval(int, 1, None)], random_state=_SEED)
 def mia_auc(member_scores: Any, nonmember_scores: Any, *, balanced: bool = True, n_rep: int = 3,
-            seed: int = 0) -> float:
+            random_state: Any = 0) -> float:
     """ROC AUC in percent (members positive). ``balanced`` subsamples the larger side to the smaller one's size
     ``n_rep`` times and averages (as in AMUN's evaluation).
 
     Warns (:class:`SmallSampleWarning`) below 50 points on a side: the AUC's standard deviation is then
     about 4 points or more, so differences of a few points are noise.
     """
+    seed = as_seed(random_state)
     from sklearn.metrics import roc_auc_score
 
     a, b = np.asarray(member_scores, float), np.asarray(nonmember_scores, float)
@@ -357,13 +364,15 @@ def _svc_example() -> dict[str, Any]:
     return {**_logit_example(), "retain_idx": np.array([0]), "forget_idx": np.array([1]), "test_idx": np.array([1])}
 
 
+@seed_alias
 @validate_args(_svc_example, logits=[ArrayLike(ndim=2)], labels=_LABELS, retain_idx=[_INDEX], forget_idx=[_INDEX],
-               test_idx=[_INDEX], seed=_SEED)
+               test_idx=[_INDEX], random_state=_SEED)
 def svc_mia(logits: Any, labels: Any, retain_idx: Any, forget_idx: Any, test_idx: Any, *,
-            seed: int = 0) -> dict[str, float]:
+            random_state: Any = 0) -> dict[str, float]:
     """SVC-MIA "MIA-efficacy" (SalUn / l1-sparse papers): an SVC(C=3, rbf) fit on retain (member) vs test
     (non-member) features, balanced; returns, per feature, the percent of the forget set predicted
     *non-member* (higher = more forgotten). Each index set must be non-empty."""
+    seed = as_seed(random_state)
     from sklearn.svm import SVC
 
     lg = np.asarray(logits, np.float64)
@@ -417,17 +426,19 @@ def _eval_example() -> dict[str, Any]:
     return {"model": MLP(2, 2, hidden=(2,)), "data": data, "forget_idx": np.array([0])}
 
 
+@seed_alias
 @validate_args(_eval_example, model=MODEL_RULE, data=[InstanceOf(UnlearningData, tuple)], forget_idx=[_INDEX],
                refs=[InstanceOf(ReferenceModels), None], balanced=["boolean"], n_rep=[Interval(int, 1, None)],
-               seed=_SEED, gamma=[POSITIVE_FINITE], svc=["boolean"])
+               random_state=_SEED, gamma=[POSITIVE_FINITE], svc=["boolean"])
 def evaluate_unlearning(model: Any, data: UnlearningData, forget_idx: Any, refs: ReferenceModels | None = None, *,
-                        balanced: bool = True, n_rep: int = 3, seed: int = 0, gamma: float = 2.0,
+                        balanced: bool = True, n_rep: int = 3, random_state: Any = 0, gamma: float = 2.0,
                         svc: bool = False) -> UnlearningMetrics:
     """UA / RA / TA (accuracy in percent on forget / retain / test), ``AUC`` = RMIA forget-vs-test AUC (if
     ``refs``), ``AUC_margin`` = logit-margin threshold AUC, and optionally SVC-MIA efficacy per feature.
 
     Fewer than 50 forget points warn (:class:`SmallSampleWarning`): the AUCs are then mostly noise.
     """
+    seed = as_seed(random_state)
     data = as_unlearning_data(data, "evaluate_unlearning")
     f = check_forget_idx(forget_idx, data, "evaluate_unlearning")
     r, t = data.retain_idx(f), data.test_idx
@@ -447,14 +458,14 @@ def evaluate_unlearning(model: Any, data: UnlearningData, forget_idx: Any, refs:
                 raise InputError(f"The reference models cover {refs.logits.shape[1]} points; the data has "
                                  f"{len(data.X)}.")
             s = rmia_scores(lg, refs, data.y, np.r_[f, t], gamma=gamma)
-            auc = mia_auc(s[: len(f)], s[len(f):], balanced=balanced, n_rep=n_rep, seed=seed)
+            auc = mia_auc(s[: len(f)], s[len(f):], balanced=balanced, n_rep=n_rep, random_state=seed)
         m = threshold_scores(lg, data.y, "margin")
-        auc_margin = mia_auc(m[f], m[t], balanced=balanced, n_rep=n_rep, seed=seed)
+        auc_margin = mia_auc(m[f], m[t], balanced=balanced, n_rep=n_rep, random_state=seed)
     if min(len(f), len(t)) < MIN_POINTS:
         warnings.warn(f"evaluate_unlearning on {len(f)} forget and {len(t)} test points: with fewer than "
                       f"{MIN_POINTS} on a side the membership AUCs are mostly noise (sd >= ~4 points).",
                       SmallSampleWarning, stacklevel=3)
-    svc_out = svc_mia(lg, data.y, r, f, t, seed=seed) if svc else {}
+    svc_out = svc_mia(lg, data.y, r, f, t, random_state=seed) if svc else {}
     return UnlearningMetrics(UA=acc(f), RA=acc(r), TA=acc(t), AUC_margin=auc_margin, AUC=auc, svc=svc_out,
                              n_forget=int(len(f)), n_test=int(len(t)))
 

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.base import PaperInfo
 from trustlab.core.constraints import Interval
 from trustlab.core.exceptions import ConfigError, InputError, UnsupportedModelError
@@ -20,6 +21,7 @@ from trustlab.core.roles import EditHandle, EditInfo, ModelEdit
 from trustlab.core.seeding import isolated_global_rng
 from trustlab.core.threads import limit_threads
 from trustlab.methods.amun._data import (
+    MODEL_RULE,
     SGDSpec,
     UnlearningData,
     as_unlearning_data,
@@ -261,7 +263,7 @@ class AMUN(Unlearner):
         eps0 = self.eps_init
         if eps0 is None:
             eps0 = choose_eps_init(model, data.X[f], data.y[f], steps=self.steps, input_range=data.input_range,
-                                   seed=self._seed())
+                                   random_state=self._seed())
         D = adversarial_set(model, data.X[f], data.y[f], eps0, self.steps, self.max_doublings,
                             input_range=data.input_range)
         info["adv_build_s"] = time.perf_counter() - t0
@@ -310,7 +312,7 @@ class Retrain(Unlearner):
         if n_reset == 0:
             raise UnsupportedModelError(f"Retrain needs modules with reset_parameters(); {type(model).__name__} has none.")
         data, r = parts["data"], parts["retain_idx"]
-        hist = sgd_train(model, data.X[r], data.y[r], self._spec(), seed=self._seed(), num_threads=None,
+        hist = sgd_train(model, data.X[r], data.y[r], self._spec(), random_state=self._seed(), num_threads=None,
                          target_accuracy=self.target_accuracy)
         info["epochs_run"] = hist.epochs_run
 
@@ -410,6 +412,8 @@ class SalUn(RandomLabel):
         self.mask_ratio = mask_ratio
 
     @staticmethod
+    @validate_args(model=MODEL_RULE, X=[ArrayLike(ndim=(2, 3, 4))], y=[ArrayLike(ndim=1, dtype="integer", low=0)],
+                   ratio=[Interval(float, 0, 1, closed="right")])
     def saliency_mask(model: Any, X: Any, y: Any, ratio: float) -> dict[str, Any]:
         import torch
         import torch.nn.functional as F

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import Interval, Options
+from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.seeding import check_random_state
 
@@ -122,7 +122,9 @@ class SentimentData:
         return len(self.prompts)
 
 
-@validate_args(n=[Interval(int, 1, None)], random_state=["random_state"], exclude="no_validation")
+@validate_args(n=[Interval(int, 1, None)], random_state=["random_state"],
+               exclude=[Satisfies(lambda v: hasattr(v, "__len__") and not isinstance(v, str | bytes) and all(isinstance(p, str) for p in v),
+                                  "a sized collection of prompt strings (list, tuple or set)", invalid=["a prompt", [1], None])])
 def make_sentiment(n: int, random_state: object = 0, exclude: Sequence[str] = ()) -> SentimentData:
     """``n`` distinct templated reviews with their label (balanced), none of them in ``exclude``."""
     rng = check_random_state(random_state, owner="make_sentiment")

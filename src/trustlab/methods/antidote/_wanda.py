@@ -16,6 +16,7 @@ from trustlab.core.constraints import Boolean, Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
 from trustlab.llm._architectures import LAYER_RE
+from trustlab.llm.adapters import LAYER_RULE
 
 torch = require("torch", purpose="Antidote pruning")
 
@@ -97,7 +98,7 @@ def _merged_targets(model: Any, modules: Sequence[str], keep: set[int] | None) -
 
 
 @validate_args(_example=lambda: {"model": _toy(), "modules": ["0"]}, model=_MODULE,
-               scope=[Options(("lora", "merged"))], modules=[SequenceOf(str)], layers="no_validation")
+               scope=[Options(("lora", "merged"))], modules=[SequenceOf(str)], layers=[None, LAYER_RULE])
 def prune_targets(model: Any, scope: str = "lora", modules: Sequence[str] = ("q_proj", "k_proj", "v_proj"),
                   layers: Any = None) -> dict[str, Any]:
     """``name -> linear module`` whose weight the prune edits.
@@ -115,7 +116,10 @@ def prune_targets(model: Any, scope: str = "lora", modules: Sequence[str] = ("q_
 
 
 @validate_args(_example=lambda: {"model": _toy(), "targets": {"0": _toy()[0]}, "batches": []}, model=_MODULE,
-               targets=[dict], batches="no_validation", skip_first=[Boolean()])
+               targets=[dict],
+               batches=[Satisfies(lambda v: hasattr(v, "__iter__") and not isinstance(v, str | bytes | dict),
+                                  "an iterable of (fn, valid) pairs", invalid=[None, 3, "batches"])],
+               skip_first=[Boolean()])
 def collect_input_norms(model: Any, targets: dict[str, Any], batches: Iterable[tuple[Any, Any]], *,
                         skip_first: bool = False) -> tuple[dict[str, Any], int, int]:
     """Run ``fn()`` for every ``(fn, valid)`` of ``batches`` with input hooks on ``targets``.

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
-from trustlab.core.constraints import InstanceOf, Interval, Options, Satisfies
+from trustlab.core.constraints import AnyValue, InstanceOf, Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.roles import Predictor
 from trustlab.core.validation import check_is_fitted
@@ -158,12 +158,14 @@ class TextBaseline(Predictor):
         t = (y == pos).astype(int)
         self.clf_ = LogisticRegression(C=self.C, max_iter=2000).fit(self._features(X.texts, True), t)
 
+    @validate_args(X=[AnyValue("dialogues checked by _validate_X (InputError naming X)")])
     def score_samples(self, X: Sequence[Dialogue]) -> np.ndarray:
         """Decision values, one per dialogue (higher = more deceptive)."""
         check_is_fitted(self, "clf_")
         T = self._validate_X(X, reset=False)
         return np.asarray(self.clf_.decision_function(self._features(T.texts, False)), dtype=np.float64)
 
+    @validate_args(X=[AnyValue("dialogues checked by _validate_X (InputError naming X)")])
     def decision_function(self, X: Sequence[Dialogue]) -> np.ndarray:
         """Scikit-learn's decision values (higher = more ``classes_[1]``): :meth:`score_samples`, negated when the
         deceptive class is ``classes_[0]``."""

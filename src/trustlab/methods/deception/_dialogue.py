@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Interval, Satisfies
+from trustlab.core.constraints import AnyValue, Interval, Satisfies
 from trustlab.core.exceptions import InputError
+from trustlab.llm.rules import Tokenizer
 
 __all__ = ["LABELS", "Message", "Dialogue", "TokenizedDialogues", "tokenize_dialogues"]
 
@@ -95,6 +96,8 @@ class Dialogue:
                 "label": self.label, "meta": dict(self.meta)}
 
     @classmethod
+    @validate_args(data=[AnyValue("a dict or a list of messages: the body checks it and its messages, and its "
+                                  "InputError names where the dialogue came from (file and line)")], where=[str])
     def from_dict(cls, data: Any, *, where: str = "") -> Dialogue:
         """A Dialogue from the usual chat format.
 
@@ -224,7 +227,16 @@ def _has_chat_template(tok: Any) -> bool:
     return callable(getattr(tok, "apply_chat_template", None)) and callable(tok)
 
 
-@validate_args(tokenizer="no_validation", dialogues="no_validation",
+def _is_dialogues(v: Any) -> bool:
+    return isinstance(v, Dialogue) or (hasattr(v, "__iter__") and not isinstance(v, str | bytes | dict))
+
+
+@validate_args(_example=lambda: {"tokenizer": Tokenizer().valid_example(), "dialogues": [Dialogue(
+                   (Message("user", "a"), Message("assistant", "cat", detect=True)))]},
+               tokenizer=[Satisfies(_has_chat_template, "a tokenizer with a chat template (callable, with "
+                                    "apply_chat_template)", [None, "tokenizer", 3])],
+               dialogues=[Satisfies(_is_dialogues, "a Dialogue or an iterable of Dialogues (each item checked)",
+                                    [None, 3, "a dialogue"])],
                padding=[Satisfies(_is_padding, "a pair of ints >= 0 (left, right)", [(1,), (-1, 0), "ab"],
                                  valid=(0, 0))],
                n_ctx=[None, Interval(int, 1, None)])

@@ -19,13 +19,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trustlab.core.constraints import InstanceOf, Interval, Options
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import AnyValue, InstanceOf, Interval, Options
 from trustlab.core.exceptions import InputError, UnknownNameError
 from trustlab.core.roles import Predictor
 from trustlab.core.validation import check_array, check_is_fitted
 from trustlab.methods.deception._paper import PAPER
 
 __all__ = ["DialogueActivations", "DeceptionProbe"]
+
+
+#: activations checked by the estimator's _validate_X (InputError naming X)
+_CHECKED_X = "DialogueActivations checked by _validate_X (InputError naming X)"
 
 
 @dataclass
@@ -72,6 +77,7 @@ class DialogueActivations:
         lab = np.asarray(self.labels, dtype=object)
         return self.subset(np.nonzero(np.isin(lab, list(keep)))[0])
 
+    @validate_args(idx=[ArrayLike(ndim=1, dtype="integer", low=0, min_len=0)])
     def subset(self, idx: Any) -> DialogueActivations:
         """The dialogues ``idx`` (in that order), re-indexed 0..len(idx)-1."""
         idx = np.asarray(idx, dtype=np.int64)
@@ -275,11 +281,13 @@ class DeceptionProbe(Predictor):
             out[groups] = s  # later tokens of a dialogue overwrite earlier ones: the last token wins
         return out
 
+    @validate_args(X=[AnyValue(_CHECKED_X)])
     def token_scores(self, X: Any) -> np.ndarray:
         """Per-token scores ``((a - mu) / sigma) . w`` of every detected token."""
         check_is_fitted(self, "direction_")
         return self._token_scores(self._validate_X(X, reset=False))
 
+    @validate_args(X=[AnyValue(_CHECKED_X)])
     def score_samples(self, X: Any) -> np.ndarray:
         """Dialogue scores (higher = more deceptive): token scores aggregated by ``aggregation``.
 
@@ -291,6 +299,7 @@ class DeceptionProbe(Predictor):
         T = self._validate_X(X, reset=False)
         return self._aggregate(self._token_scores(T), T.groups, T.n)
 
+    @validate_args(X=[AnyValue(_CHECKED_X)])
     def decision_function(self, X: Any) -> np.ndarray:
         """Scikit-learn's decision values: higher = more ``classes_[1]``. That is :meth:`score_samples` when the
         deceptive class is ``classes_[1]`` (0/1 labels) and its negative when it is ``classes_[0]`` (the default
@@ -304,6 +313,8 @@ class DeceptionProbe(Predictor):
         out[:, pos], out[:, 1 - pos] = p, 1.0 - p
         return out
 
+    @validate_args(control=[AnyValue("the control activations, checked by score_samples (_validate_X)")],
+                   fpr=[Interval(float, 0, 1, closed="neither")])
     def threshold_at_fpr(self, control: Any, fpr: float = 0.01) -> Any:
         """The score threshold flagging a fraction ``fpr`` of the control dialogues (see ``threshold_at_fpr``)."""
         from trustlab.methods.deception._metrics import threshold_at_fpr

@@ -55,6 +55,7 @@ class BaselineFit:
     formula: str = ""
     info: dict[str, Any] = field(default_factory=dict)
 
+    @validate_args(X=[ArrayLike(ndim=2)], y=[ArrayLike(ndim=(1, 2))])
     def score(self, X: Any, y: Any) -> float:
         """Mean R² over targets."""
         return float(np.mean(r2_per_target(np.asarray(y, dtype=float), self.predict(np.asarray(X, dtype=float)))))

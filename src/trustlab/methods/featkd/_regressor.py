@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trustlab.core.arguments import SequenceOf
-from trustlab.core.constraints import Interval, Options, Satisfies
+from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
+from trustlab.core.constraints import AnyValue, Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError, TrustlabError
 from trustlab.core.roles import Regressor
 from trustlab.core.seeding import spawn_seed
@@ -312,11 +312,13 @@ class FEATKDRegressor(Regressor):
         out = F @ C.T + np.atleast_1d(self.intercept_)
         return out[:, 0] if self._y_ndim == 1 else out
 
+    @validate_args(X=[AnyValue("checked by _validate_X (InputError naming X)")])
     def transform(self, X: Any) -> np.ndarray:
         """The distilled features on ``X`` (guarded), shape ``(n_rows, n_features)``."""
         check_is_fitted(self, "features_")
         return self._features(np.asarray(self._validate_X(X, reset=False), dtype=np.float64))[0]
 
+    @validate_args(X=[AnyValue("checked by _validate_X (InputError naming X)")])
     def guard_report(self, X: Any) -> GuardReport:
         """How many feature values on ``X`` the guard replaced (non-finite) or clipped (out of range)."""
         check_is_fitted(self, "features_")
@@ -332,6 +334,8 @@ class FEATKDRegressor(Regressor):
         return content_hash([f.code for f in self.features_], np.atleast_2d(self.coef_),
                             np.atleast_1d(self.intercept_))
 
+    @validate_args(precision=[Interval(int, 1, None)],
+                   feature_names=[None, ArrayLike(ndim=1, dtype="any", finite=False)])
     def export_text(self, *, precision: int = 4, feature_names: Any = None) -> str:
         """The model as plain text: one line per target, then one line per feature."""
         from trustlab.methods.featkd._export import export_text
@@ -339,6 +343,8 @@ class FEATKDRegressor(Regressor):
         check_is_fitted(self, "features_")
         return export_text(self, precision=precision, feature_names=feature_names)
 
+    @validate_args(precision=[Interval(int, 1, None)],
+                   feature_names=[None, ArrayLike(ndim=1, dtype="any", finite=False)])
     def to_latex(self, *, precision: int = 4, feature_names: Any = None) -> str:
         """The model as a LaTeX formula per target (features substituted in)."""
         from trustlab.methods.featkd._export import to_latex

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core._declare import takes_any
 from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Interval, Satisfies
 
@@ -211,6 +212,7 @@ class SymbolicFeature:
         """The feature as a sympy expression in ``x0, x1, ...`` (needs sympy)."""
         return _sympy().sympify(self.text, locals={f"x{j}": _sympy().Symbol(f"x{j}") for j in self.variables})
 
+    @takes_any(X="the float matrix of the search (hot path: every candidate feature is evaluated on it)")
     def raw(self, X: np.ndarray) -> np.ndarray:
         """The expression evaluated on ``X`` with numpy only (no guard; may hold inf or NaN)."""
         code = self._compiled
@@ -222,6 +224,7 @@ class SymbolicFeature:
             out = eval(code, env)  # noqa: S307 - our own generated numpy code, names restricted
         return np.broadcast_to(np.asarray(out, dtype=np.float64), (len(X),)).copy()
 
+    @takes_any(X="the float matrix the regressor's _validate_X checked (hot path, as raw)")
     def evaluate(self, X: np.ndarray) -> tuple[np.ndarray, GuardReport]:
         """Guarded values: NaN -> the training mean, +-inf and values beyond ``GUARD_SPAN`` training spans
         outside the training range -> the nearest bound."""

@@ -291,6 +291,7 @@ class FedCEO(Aggregator):
         # consensus_fixed_point=False; the common checks still require invariance to client order.
         return [{"lam": 1.0}, {"lam": 0.5, "theta": 1.05, "client_models": False}]
 
+    @validate_args(server_round=[Interval(int, 0, None)])
     def threshold(self, server_round: int) -> float | None:
         """tau of round ``server_round`` (>= 1), or None when that round only averages."""
         if server_round % self.interval != 0:

@@ -13,9 +13,17 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import InstanceOf, Interval, validate_params, validate_value
+from trustlab.core.constraints import (
+    AnyValue,
+    InstanceOf,
+    Interval,
+    Satisfies,
+    validate_params,
+    validate_value,
+)
 from trustlab.core.exceptions import InputError
 from trustlab.core.optional import require
+from trustlab.core.seeding import check_random_state, seed_alias
 from trustlab.methods.fedceo._aggregators import FedCEO
 from trustlab.methods.fedceo._privacy import UDP
 
@@ -33,6 +41,11 @@ def _to_numpy(record: ArrayRecord) -> dict[str, np.ndarray]:
 
 def _to_record(arrays: dict[str, np.ndarray]) -> ArrayRecord:
     return ArrayRecord({k: Array(np.ascontiguousarray(v)) for k, v in arrays.items()})
+
+
+#: Flower's train replies: an iterable of Messages (each checked by FedAvg's _check_and_log_replies)
+_REPLIES = Satisfies(lambda v: hasattr(v, "__iter__") and not isinstance(v, str | bytes | dict),
+                     "an iterable of Flower Messages", invalid=[None, 3, "replies"])
 
 
 class FedCEOStrategy(FedAvg):
@@ -92,10 +105,14 @@ class FedCEOStrategy(FedAvg):
         log(INFO, "\t└──> FedCEO: lam=%s theta=%s interval=%s restart=%s", self.lam, self.theta, self.interval,
             self.restart)
 
+    @validate_args(server_round=[Interval(int, 0, None)])
     def threshold(self, server_round: int) -> float | None:
         """tau for this Flower round (None when the round only averages)."""
         return self.aggregator.threshold(server_round)
 
+    @validate_args(server_round=[Interval(int, 1, None)], arrays=[InstanceOf(ArrayRecord)],
+                   config=[InstanceOf(ConfigRecord)],
+                   grid=[AnyValue("the Flower Grid of the ServerApp, passed on to FedAvg.configure_train")])
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Any) -> Iterable[Message]:
         messages = list(super().configure_train(server_round, arrays, config, grid))
@@ -113,6 +130,7 @@ class FedCEOStrategy(FedAvg):
             out.append(Message(content=content, message_type=MessageType.TRAIN, dst_node_id=msg.metadata.dst_node_id))
         return out
 
+    @validate_args(server_round=[Interval(int, 1, None)], replies=[_REPLIES])
     def aggregate_train(self, server_round: int,
                         replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
         valid, failed = self._check_and_log_replies(list(replies), is_train=True)
@@ -137,14 +155,16 @@ class FedCEOStrategy(FedAvg):
         return _to_record(glob), metrics
 
 
-@validate_args(mechanism=[InstanceOf(UDP)], seed=[Interval(int, 0, 2**32 - 1), None])
-def udp_mod(mechanism: UDP, seed: int | None = None) -> Any:
+@seed_alias
+@validate_args(mechanism=[InstanceOf(UDP)], random_state=["random_state"])
+def udp_mod(mechanism: UDP, random_state: Any = None) -> Any:
     """A Flower client mod applying UDP to the train reply: clip (reply - received) to C, add noise.
 
     Use as ``ClientApp(mods=[udp_mod(UDP(sigma=1.0, clip=1.0))])``; like Flower's ``LocalDpMod`` but with
-    the paper's noise (std sigma * C per coordinate) so that :meth:`UDP.epsilon` accounts it.
+    the paper's noise (std sigma * C per coordinate) so that :meth:`UDP.epsilon` accounts it. The noise is drawn
+    from ``random_state`` (``seed=`` is its deprecated name).
     """
-    rng = np.random.default_rng(seed)
+    rng = check_random_state(random_state, owner="udp_mod")
 
     def mod(msg: Message, ctxt: Any, call_next: Any) -> Message:
         if msg.metadata.message_type != MessageType.TRAIN or len(msg.content.array_records) != 1:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Interval, Options, Satisfies, validate_value
+from trustlab.core.constraints import InstanceOf, Interval, Options, Satisfies, validate_value
 from trustlab.core.exceptions import InputError
 from trustlab.core.optional import require
 from trustlab.core.seeding import check_random_state
@@ -181,6 +181,7 @@ class UDP:
         validate_value("UDP", "sigma", self.sigma, [FINITE_NONNEGATIVE])
         validate_value("UDP", "clip", self.clip, [FINITE_POSITIVE])
 
+    @validate_args(start=[InstanceOf(Mapping)], trained=[InstanceOf(Mapping)], rng=["random_state"])
     def privatize(self, start: dict[str, np.ndarray], trained: dict[str, np.ndarray],
                   rng: Any = None) -> dict[str, np.ndarray]:
         """The upload of one client: ``start + clip(trained - start) + noise`` (integer buffers as trained).
@@ -211,6 +212,7 @@ class UDP:
             out[k] = (np.asarray(start[k]) + d + noise).astype(np.asarray(trained[k]).dtype)
         return out
 
+    @validate_args(rounds=[Interval(int, 0, None)], sample_rate=[Interval("real", 0, 1, closed="right")], delta=_DELTA)
     def epsilon(self, rounds: int, sample_rate: float, delta: float = 1e-5) -> float:
         """User-level epsilon after ``rounds`` rounds with client sampling rate q = K/N."""
         return rdp_epsilon(self.sigma, sample_rate, rounds, delta)
@@ -243,15 +245,12 @@ class DPSGD:
         validate_value("DPSGD", "clip", self.clip, [FINITE_POSITIVE])
 
     @classmethod
+    @validate_args(target_epsilon=[FINITE_POSITIVE], delta=_DELTA, sample_rate=[Interval("real", 0, 1, closed="right")],
+                   steps=[Interval(int, 1, None)], clip=[FINITE_POSITIVE])
     def for_epsilon(cls, target_epsilon: float, *, delta: float = 1e-5, sample_rate: float, steps: int,
                     clip: float = 1.0) -> DPSGD:
         """The mechanism whose ``steps`` Poisson steps at ``sample_rate`` spend at most ``target_epsilon``
         (Opacus ``get_noise_multiplier``, RDP accountant, tolerance 0.01)."""
-        own = "DPSGD.for_epsilon"
-        validate_value(own, "target_epsilon", target_epsilon, [FINITE_POSITIVE], noun="argument")
-        validate_value(own, "delta", delta, _DELTA, noun="argument")
-        validate_value(own, "sample_rate", sample_rate, [Interval("real", 0, 1, closed="right")], noun="argument")
-        validate_value(own, "steps", steps, [Interval(int, 1, None)], noun="argument")
         utils = require("opacus.accountants.utils", purpose="DP-SGD noise calibration")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
@@ -260,6 +259,7 @@ class DPSGD:
         return cls(sigma=float(sigma), clip=clip)
 
     @staticmethod
+    @validate_args(histories=[_HISTORIES], delta=_DELTA)
     def epsilon_from_histories(histories: Any, delta: float = 1e-5) -> float:
         """Record-level epsilon: the worst client over its composed Opacus accountant histories (RDP)."""
         return dp_epsilon(histories, delta, accountant="rdp")

@@ -20,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core._declare import takes_any
 from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.optional import require
-from trustlab.core.seeding import derive_seed, isolated_global_rng
+from trustlab.core.seeding import as_seed, derive_seed, isolated_global_rng, seed_alias
 from trustlab.core.threads import limit_threads
 from trustlab.methods.fedceo._aggregators import FedCEO, UDPFedAvg
 from trustlab.methods.fedceo._privacy import DPSGD, UDP, as_mechanism, dp_epsilon
@@ -45,6 +46,7 @@ class BiasFreeMLP(nn.Module):
         self.fc1 = nn.Linear(in_features, hidden, bias=bias)
         self.fc2 = nn.Linear(hidden, n_classes, bias=bias)
 
+    @takes_any(x="tensor on the hot path; shapes checked by the layers")
     def forward(self, x: Any) -> Any:
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
@@ -74,22 +76,25 @@ class FLHistory:
         return self.metrics[name][-1]
 
 
+@seed_alias
 @validate_args(n_clients=[Interval(int, 1, None)], clients_per_round=[Interval(int, 1, None)],
-               rounds=[Interval(int, 1, None)], seed=[Interval(int, 0, 2**32 - 1)])
-def client_schedule(n_clients: int, clients_per_round: int, rounds: int, seed: int = 0) -> list[list[int]]:
+               rounds=[Interval(int, 1, None)], random_state=["random_state"])
+def client_schedule(n_clients: int, clients_per_round: int, rounds: int, random_state: Any = 0) -> list[list[int]]:
     """The clients :func:`run_federated` samples in each round (K of N without replacement, sorted), by seed.
+
+    ``random_state`` (``seed=`` is its deprecated name): the same int gives the schedule ``run_federated`` uses.
 
     Known in advance, so DP-SGD noise can be calibrated to the busiest client's number of steps.
 
     Examples
     --------
-    >>> client_schedule(5, 2, 3, seed=0)[0]
+    >>> client_schedule(5, 2, 3, random_state=0)[0]
     [0, 4]
     """
     if clients_per_round > n_clients:
         raise InputError(f"The 'clients_per_round' argument of client_schedule must be <= n_clients ({n_clients}). "
                          f"Got {clients_per_round} instead.")
-    rng = np.random.default_rng(derive_seed(seed, "sampling"))
+    rng = np.random.default_rng(derive_seed(as_seed(random_state), "sampling"))
     return [sorted(rng.choice(n_clients, size=clients_per_round, replace=False).tolist()) for _ in range(rounds)]
 
 
@@ -235,18 +240,19 @@ def _fl_example() -> dict[str, Any]:
     return {"model": BiasFreeMLP(3, 2, 2), "clients": [(X, y), (X, y)], "clients_per_round": 2, "rounds": 1}
 
 
+@seed_alias
 @validate_args(_fl_example, model=_MODEL, clients=_CLIENTS, aggregator=[InstanceOf(FedCEO, UDPFedAvg), None],
                mechanism=_MECHANISMS, rounds=[Interval(int, 1, None)], clients_per_round=[Interval(int, 1, None)],
                local_epochs=[Interval(int, 1, None)], batch_size=[Interval(int, 1, None)],
                lr=[Interval("real", 0, None, closed="neither")], momentum=[Interval("real", 0, 1, closed="left")],
                restart=["boolean"], eval_sets=[InstanceOf(dict), None], eval_every=[Interval(int, 1, None)],
-               delta=[Interval("real", 0, 1, closed="neither")], seed=[Interval(int, 0, 2**32 - 1)],
+               delta=[Interval("real", 0, 1, closed="neither")], random_state=["random_state"],
                vectorised=["boolean"], num_threads=[Interval(int, 1, None), None])
 def run_federated(
     model: Any, clients: Sequence[tuple[Any, Any]], *, aggregator: Any = None, mechanism: Any = None,
     rounds: int = 30, clients_per_round: int = 10, local_epochs: int = 1, batch_size: int = 32, lr: float = 0.1,
     momentum: float = 0.0, restart: bool = False, eval_sets: dict[str, tuple[Any, Any]] | None = None,
-    eval_every: int = 1, delta: float = 1e-5, seed: int = 0, vectorised: bool = True, num_threads: int | None = 1,
+    eval_every: int = 1, delta: float = 1e-5, random_state: Any = 0, vectorised: bool = True, num_threads: int | None = 1,
 ) -> FLHistory:
     """Simulate T rounds of FL with client-side DP and a FedCEO or UDPFedAvg server step.
 
@@ -273,8 +279,9 @@ def run_federated(
         ``FedCEO(client_models=True)`` when the aggregator is a FedCEO.
     eval_sets : dict name -> (X, y), optional
         Evaluated on the global model every ``eval_every`` rounds and after the last one.
-    seed : int
-        Seeds client sampling, batch orders and noise streams (independent of the aggregator).
+    random_state : int, numpy Generator or None, default=0
+        Seeds client sampling, batch orders and noise streams (independent of the aggregator); a Generator or
+        None is turned into one int seed first. ``seed=`` is its deprecated name.
     vectorised : bool, default=True
         One vmapped step for all K clients; False loops over clients (same numbers, for benchmarks).
     num_threads : int or None, default=1
@@ -293,7 +300,7 @@ def run_federated(
                          "FedCEO(client_models=True).")
     with limit_threads(num_threads):
         return _run(model, clients, agg, mech, rounds, clients_per_round, local_epochs, batch_size, lr, momentum,
-                    restart, eval_sets or {}, eval_every, delta, seed, vectorised)
+                    restart, eval_sets or {}, eval_every, delta, as_seed(random_state), vectorised)
 
 
 def _client_tensors(clients: Sequence[tuple[Any, Any]]) -> tuple[list[tuple[Any, Any]], Any, Any, Any]:

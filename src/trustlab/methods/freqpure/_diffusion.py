@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core._declare import takes_any
+from trustlab.core.arguments import PATH, ArrayLike, validate_args
 from trustlab.core.constraints import Interval, Satisfies
 from trustlab.core.exceptions import AssetNotFoundError, InputError, TrustlabError
 from trustlab.core.optional import require
@@ -24,6 +25,10 @@ from trustlab.methods.freqpure._unet import EpsUNet
 
 torch = require("torch", purpose="trustlab.methods.freqpure")
 nn = torch.nn
+
+#: the reverse process calls these methods at every step: declared, not wrapped
+_HOT = "tensor on the hot path (every reverse step); shapes checked by the net"
+_LEVEL = "1-based noise level on the hot path (every reverse step); set by the purifier's validated schedule"
 
 __all__ = ["DiffusionModel", "DDPMTraining", "train_ddpm", "save_ddpm", "load_ddpm", "linear_betas",
            "ddpm_from_bytes"]
@@ -67,10 +72,12 @@ class DiffusionModel(nn.Module):
     def n_steps(self) -> int:
         return len(self._abar)
 
+    @takes_any(level=_LEVEL)
     def alpha_bar(self, level: int) -> float:
         """``alpha_bar`` at 1-based ``level`` (``alpha_bar(0) = 1``: the clean image)."""
         return 1.0 if level <= 0 else float(self._abar[level - 1])
 
+    @takes_any(x=_HOT, level=_LEVEL)
     def eps(self, x: Any, level: int) -> Any:
         """The noise prediction at 1-based ``level`` (the net sees time index ``level - 1``)."""
         t = torch.full((x.shape[0],), level - 1, dtype=torch.long)
@@ -83,15 +90,18 @@ class DiffusionModel(nn.Module):
                                 f"it must predict the noise with the input's shape (or 2C channels).")
         return out
 
+    @takes_any(x0=_HOT, level=_LEVEL, noise=_HOT)
     def q_sample(self, x0: Any, level: int, noise: Any) -> Any:
         """``x_t = sqrt(abar_t) x0 + sqrt(1 - abar_t) noise`` (closed-form forward noising)."""
         a = self.alpha_bar(level)
         return a ** 0.5 * x0 + (1.0 - a) ** 0.5 * noise
 
+    @takes_any(x_t=_HOT, level=_LEVEL, eps=_HOT)
     def x0_from_eps(self, x_t: Any, level: int, eps: Any) -> Any:
         a = self.alpha_bar(level)
         return (x_t - (1.0 - a) ** 0.5 * eps) / a ** 0.5
 
+    @takes_any(x=_HOT, t="time indices on the hot path (every reverse step); checked by the net")
     def forward(self, x: Any, t: Any) -> Any:
         return self.net(x, t)
 
@@ -246,7 +256,7 @@ def _save_example() -> dict[str, Any]:
     return {"model": _model_from(_build_net(cfg).state_dict(), cfg), "path": "never-written.safetensors"}
 
 
-@validate_args(_save_example, model=[DiffusionModel], path="no_validation", metadata=[dict, None])
+@validate_args(_save_example, model=[DiffusionModel], path=[PATH], metadata=[dict, None])
 def save_ddpm(model: DiffusionModel, path: Any, *, metadata: dict[str, Any] | None = None) -> str:
     """Write ``model``'s weights as safetensors (atomically) with its configuration in the header; returns
     the weights' content fingerprint (:func:`trustlab.core.hashing.content_hash`)."""
@@ -308,7 +318,7 @@ def ddpm_from_bytes(blob: bytes, where: str = "the weights", *, expected_fingerp
         raise AssetNotFoundError(f"{where} does not match its recorded architecture ({exc}).{how}") from None
 
 
-@validate_args(path="no_validation")
+@validate_args(path=[PATH])
 def load_ddpm(path: Any) -> DiffusionModel:
     """A :class:`DiffusionModel` from a file written by :func:`save_ddpm` (e.g. ``trustlab freqpure
     train-ddpm --out PATH``)."""

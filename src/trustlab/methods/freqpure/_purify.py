@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Interval, Options, Satisfies
+from trustlab.core.constraints import AnyValue, InstanceOf, Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
 from trustlab.core.roles import Purifier
@@ -164,6 +164,8 @@ class _DiffusionPurifier(Purifier):
         res = np.concatenate(out).astype(X.dtype if X.dtype.kind == "f" else np.float32)
         return res[:, 0] if squeeze else res
 
+    @validate_args(x=[AnyValue("checked by the body: a float torch tensor (B, C, H, W) (InputError naming x)")],
+                   generator=[None, InstanceOf(torch.Generator)])
     def purify_tensor(self, x: Any, *, generator: Any = None) -> Any:
         """Differentiable purification of a torch tensor ``(B, C, H, W)`` in [0, 1] (no vote).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from trustlab.core._declare import takes_any
 from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import Interval
 from trustlab.core.optional import require
@@ -85,6 +86,8 @@ class EpsUNet(nn.Module):
         self.out_norm = nn.GroupNorm(_groups(c1), c1)
         self.out = nn.Conv2d(c1, in_channels, 3, padding=1)
 
+    @takes_any(x="tensor on the hot path (every reverse step); shapes checked by the layers",
+               t="time indices on the hot path; checked by the embedding")
     def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         temb = self.time(_embedding(t, self.t_dim).to(x.dtype))
         h0 = self.inc(x)

@@ -100,6 +100,7 @@ def _order_key(ids: list[str]) -> list[int]:
 
 
 @validate_args(weights=[ArrayLike(ndim=1)], total=[Interval(int, 0, None)],
+               owner_ids=[NONE, ArrayLike(ndim=1, dtype="any", finite=False)],
                _example=lambda: {"weights": np.array([1.0, 2.0])})
 def largest_remainder(weights: Any, total: int, owner_ids: Any = None) -> np.ndarray:
     """Split the integer ``total`` in proportion to ``weights`` by the largest-remainder method.

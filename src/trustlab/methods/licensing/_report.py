@@ -13,6 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core.arguments import PATH, validate_args
+from trustlab.core.constraints import NONE, Interval
+
 __all__ = ["OwnerLine", "CompensationReport"]
 
 
@@ -88,12 +91,14 @@ class CompensationReport:
         return to_jsonable(asdict(self))
 
     @classmethod
+    @validate_args(data=[dict])
     def from_dict(cls, data: dict[str, Any]) -> CompensationReport:
         """Rebuild a report from :meth:`to_dict` output (e.g. a stored JSON)."""
         data = dict(data)
         data["owners"] = [OwnerLine(**o) for o in data["owners"]]
         return cls(**data)
 
+    @validate_args(indent=[NONE, Interval(int, 0, None), str])
     def to_json(self, indent: int | None = 1) -> str:
         """Strict JSON with sorted keys: the same inputs and seed give the same bytes."""
         return json.dumps(self.to_dict(), indent=indent, sort_keys=True, allow_nan=False)
@@ -109,6 +114,7 @@ class CompensationReport:
                         for k, v in asdict(line).items()})
         return buf.getvalue()
 
+    @validate_args(minor=[Interval(int, None, None)])
     def amount(self, minor: int) -> str:
         """An amount of minor units as a decimal string in major units (``1234`` cents -> ``"12.34"``)."""
         return format(Decimal(int(minor)).scaleb(-self.minor_unit), "f")
@@ -148,6 +154,7 @@ class CompensationReport:
             lines += ["", "Warnings:"] + [f"- {w}" for w in self.warnings]
         return "\n".join(lines) + "\n"
 
+    @validate_args(path=[PATH])
     def save(self, path: str | Path) -> Path:
         """Write the report atomically to ``path``; the format follows the suffix (.json, .csv, .md)."""
         from trustlab.core.exceptions import InputError

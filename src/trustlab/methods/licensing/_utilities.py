@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, validate_value
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import AnyValue, Interval, validate_value
 from trustlab.core.exceptions import InputError
 from trustlab.methods.licensing._knn import check_knn_inputs, neighbour_order
 
@@ -36,6 +37,8 @@ class Game:
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @validate_args(masks=[AnyValue("(M, P) or (P,) 0/1 masks; the body converts them to bool and checks the "
+                                   "column count (InputError): tmc_shapley calls it per step, so no wrapper")])
     def values(self, masks: Any) -> np.ndarray:
         """``v(S)`` for each row of the (M, P) boolean ``masks`` (cached by bitmask)."""
         masks = np.atleast_2d(np.asarray(masks, dtype=bool))
@@ -67,6 +70,11 @@ def _players(players: Any, n: int, owner: str) -> tuple[np.ndarray, int]:
         raise InputError(f"The 'players' argument of {owner} must be {n} integer player indices >= 0. "
                          f"Got shape {p.shape}, dtype {p.dtype}.")
     return p.astype(np.int64), int(p.max()) + 1 if n else 0
+
+
+#: the rules of every utility's ``game(X, y, X_val, y_val, players)``
+_GAME_ARGS = {"X": [ArrayLike(ndim=2)], "y": [ArrayLike(ndim=1, dtype="any")], "X_val": [ArrayLike(ndim=2)],
+              "y_val": [ArrayLike(ndim=1, dtype="any")], "players": [ArrayLike(ndim=1, dtype="integer", low=0)]}
 
 
 class _KNNGame(Game):
@@ -120,6 +128,7 @@ class KNNUtility:
         validate_value("KNNUtility", "k", k, [Interval(int, 1, None)])
         self.k = k
 
+    @validate_args(**_GAME_ARGS)
     def game(self, X: Any, y: Any, X_val: Any, y_val: Any, players: Any) -> Game:
         return _KNNGame(X, y, X_val, y_val, players, self.k)
 
@@ -174,6 +183,7 @@ class LogisticAccuracy:
         validate_value("LogisticAccuracy", "max_iter", max_iter, [Interval(int, 1, None)])
         self.C, self.max_iter = C, max_iter
 
+    @validate_args(**_GAME_ARGS)
     def game(self, X: Any, y: Any, X_val: Any, y_val: Any, players: Any) -> Game:
         return _LogisticGame(X, y, X_val, y_val, players, self.C, self.max_iter)
 
@@ -232,6 +242,7 @@ class NaiveBayesLogLikelihood:
             validate_value("NaiveBayesLogLikelihood", "threshold", threshold, [Interval("real", None, None)])
         self.alpha, self.threshold = alpha, threshold
 
+    @validate_args(**_GAME_ARGS)
     def game(self, X: Any, y: Any, X_val: Any, y_val: Any, players: Any) -> Game:
         return _NaiveBayesGame(X, y, X_val, y_val, players, self.alpha, self.threshold)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -21,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Boolean, CallableRule, Interval, Options
+from trustlab.core.constraints import NONE, AnyValue, Boolean, CallableRule, Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.executor import Executor
 from trustlab.core.roles import Auditor
@@ -39,7 +40,16 @@ from trustlab.methods.multiplicity._stability import local_stability
 __all__ = ["MultiplicityAudit", "MultiplicityReport", "mc_dropout_proba"]
 
 
-@validate_args(_example=lambda: _mc_example(), model="no_validation", X="no_validation",
+def _is_mc_model(m: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return hasattr(m, "mc_dropout_proba") and not isinstance(m, type) or (
+        torch is not None and isinstance(m, torch.nn.Module))
+
+
+@validate_args(_example=lambda: _mc_example(),
+               model=[Satisfies(_is_mc_model, "a TabularLLMClassifier or a torch.nn.Module", invalid=[None, "model", 3])],
+               X=[AnyValue("rows: a table checked by the classifier's _validate_X, or numbers the body turns into a "
+                           "float32 tensor for a torch module")],
                n_masks=[Interval(int, 2, None)], p=[None, Interval(float, 0, 1, closed="neither")],
                random_state=["random_state"])
 def mc_dropout_proba(model: Any, X: Any, n_masks: int = 16, p: float | None = 0.1, random_state: Any = 0
@@ -116,9 +126,11 @@ class MultiplicityReport:
         same seed compare equal."""
         return getattr(self, "_timings", {})
 
+    @validate_args(indent=[NONE, Interval(int, 0, None), str])
     def to_json(self, indent: int | None = 1) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
+    @validate_args(n_bins=[Interval(int, 1, None)])
     def plot_data(self, n_bins: int = 5) -> dict[str, list[float]]:
         """Majority agreement (consistency) per quantile bin of each measure."""
         out: dict[str, list[float]] = {}
@@ -129,6 +141,7 @@ class MultiplicityReport:
             out[f"{name}_y"] = [float(self.majority_agreement[b].mean()) for b in bins if len(b)]
         return out
 
+    @validate_args(n_bins=[Interval(int, 1, None)])
     def plot(self, n_bins: int = 5) -> Any:
         """Consistency across the kept models vs each measure (quantile bins), one panel per measure."""
         from matplotlib.figure import Figure

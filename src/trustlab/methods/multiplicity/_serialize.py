@@ -17,6 +17,7 @@ from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Options
 from trustlab.core.exceptions import InputError
 from trustlab.core.seeding import check_random_state
+from trustlab.llm.rules import Tokenizer
 
 __all__ = ["serialize_rows", "verbalizer_ids", "balanced_shots"]
 
@@ -105,7 +106,7 @@ def serialize_rows(X: Any, columns: Sequence[str] | None = None, *, question: st
     return out
 
 
-@validate_args(_example=lambda: {"tokenizer": _example_tokenizer()}, tokenizer="no_validation",
+@validate_args(_example=lambda: {"tokenizer": _example_tokenizer()}, tokenizer=[Tokenizer()],
                words=[SequenceOf(str)])
 def verbalizer_ids(tokenizer: Any, words: Sequence[str]) -> list[int]:
     """Token ids of the label words, each of which must be exactly one token (and all distinct).

@@ -19,13 +19,14 @@ uniform direction on the sphere of radius ``sigma * ||e_t||`` (``relative=True``
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from trustlab.core.arguments import ArrayLike, validate_args
-from trustlab.core.constraints import Boolean, Interval, Options
+from trustlab.core.constraints import AnyValue, Boolean, Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.seeding import torch_generator
 
@@ -139,8 +140,18 @@ def _neighbours(e: Any, mask: Any, k: int, sigma: float, relative: bool, sampler
     return rep + noise * scale * m
 
 
+def _is_torch_module(m: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(m, torch.nn.Module)
+
+
 _RULES = dict(
-    X="no_validation", model="no_validation", k=[Interval(int, 2, None)],
+    X=[AnyValue("rows: a table for the LLM classifier (its _validate_X checks it), a 2-d numeric array "
+                "otherwise (checked when it becomes a float tensor)")],
+    model=[Satisfies(lambda m: not isinstance(m, type) and (hasattr(m, "_stability_space") or hasattr(m, "predict_proba")
+                                                            or _is_torch_module(m)),
+                     "a fitted TabularLLMClassifier, a torch module returning logits or an estimator with predict_proba",
+                     invalid=[None, "model", 3])], k=[Interval(int, 2, None)],
     sigma=[Interval(float, 0, None, closed="neither")], space=[Options(("cached", "embedding"))],
     relative=[Boolean()], sampler=[Options(("sphere", "gaussian"))], eps=[Interval(float, 0, None, closed="neither")],
     batch_size=[Interval(int, 1, None)], random_state=["random_state"],

@@ -14,10 +14,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, Options
+from trustlab.core._declare import takes_any
+from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.constraints import AnyValue, Boolean, InstanceOf, Interval, Options
 from trustlab.core.exceptions import InputError
 from trustlab.core.roles import Predictor
-from trustlab.core.seeding import isolated_global_rng, spawn_seed
+from trustlab.core.seeding import as_seed, isolated_global_rng, seed_alias, spawn_seed
 from trustlab.methods.multiplicity._paper import PAPER
 from trustlab.methods.multiplicity._serialize import serialize_rows, verbalizer_ids
 
@@ -37,6 +39,10 @@ def _load(model: Any) -> tuple[Any, Any]:
         return model[0], model[1]
     raise InputError("TabularLLM: 'model' must be None (SmolLM2-135M-Instruct), 'tiny', a registered model name or "
                      f"a (model, tokenizer) pair. Got {type(model).__name__}.")
+
+
+#: row indices of a forward's sequences; the objective calls logits once per training step
+_HOT_ROWS = "row indices into fwd's sequences (the training objective calls logits once per step: no wrapper)"
 
 
 class TabularLLM:
@@ -71,6 +77,7 @@ class TabularLLM:
     def __deepcopy__(self, memo: dict[int, Any]) -> TabularLLM:
         return self
 
+    @validate_args(prompts=[SequenceOf(str)], replay=[Boolean()])
     def forward_for(self, prompts: Sequence[str], *, replay: bool = True) -> Any:
         """A PolicyForward on the prompts (each followed by the first verbaliser), cached by content."""
         from trustlab.llm import PolicyForward, tokenize_pairs
@@ -93,11 +100,14 @@ class TabularLLM:
             self._forwards.popitem(last=False)
         return fwd
 
-    def reset_adapter(self, seed: int) -> None:
-        """Re-initialise every LoRA weight from ``seed`` (peft's init: Kaiming A, zero B)."""
+    @seed_alias
+    @validate_args(random_state=["random_state"])
+    def reset_adapter(self, random_state: Any) -> None:
+        """Re-initialise every LoRA weight from ``random_state`` (peft's init: Kaiming A, zero B); ``seed=`` is its
+        deprecated name."""
         from peft.tuners.lora import LoraLayer
 
-        with isolated_global_rng(int(seed)):
+        with isolated_global_rng(as_seed(random_state)):
             for mod in self.model.modules():
                 if isinstance(mod, LoraLayer):
                     mod.reset_lora_parameters("default", True)
@@ -105,6 +115,7 @@ class TabularLLM:
     def adapter_state(self) -> dict[str, Any]:
         return {n: p.detach().clone() for n, p in self.model.named_parameters() if ".lora_" in n}
 
+    @validate_args(state=[InstanceOf(dict)])
     def load_adapter_state(self, state: dict[str, Any]) -> None:
         import torch
 
@@ -113,6 +124,8 @@ class TabularLLM:
             for n, v in state.items():
                 params[n].copy_(v)
 
+    @takes_any(fwd="the PolicyForward of forward_for (per training step: no wrapper)",
+               rows=_HOT_ROWS, states="None or replay states of fwd (per training step: no wrapper)")
     def logits(self, fwd: Any, rows: Any, states: Any = None) -> Any:
         """Verbaliser logits ``[b, C]`` at each row's last prompt position (from ``states`` when given)."""
         import torch
@@ -307,6 +320,8 @@ class TabularLLMClassifier(Predictor):
 
         return _Space(len(prompts), embed, proba)
 
+    @validate_args(X=[AnyValue("checked by _validate_X (InputError naming X)")], n_masks=[Interval(int, 2, None)],
+                   p=[Interval(float, 0, 1, closed="neither")], random_state=["random_state"])
     def mc_dropout_proba(self, X: Any, n_masks: int = 16, p: float = 0.1, random_state: Any = 0) -> np.ndarray:
         """Probabilities ``[n_masks, n, C]`` under ``n_masks`` dropout masks (rate ``p``) on the LoRA path."""
         import torch
@@ -321,7 +336,7 @@ class TabularLLMClassifier(Predictor):
         if not drops:
             raise InputError("mc_dropout_proba: the backbone's LoRA has no dropout modules (dropout=0).")
         old = [d.p for d in drops]
-        seed = int(random_state) if isinstance(random_state, int) else 0
+        seed = as_seed(random_state)  # an int as given; a Generator or None drawn once
         try:
             for d in drops:
                 d.p = float(p)

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import ArrayLike, validate_args
-from trustlab.core.constraints import Interval, RandomStateRule
+from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
+from trustlab.core.constraints import AnyValue, Interval, Options, RandomStateRule
 from trustlab.core.exceptions import InputError, UnknownNameError, did_you_mean
 from trustlab.core.hashing import content_hash
 from trustlab.core.seeding import check_random_state
@@ -33,6 +33,11 @@ _ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII")
 def order_name(o: int) -> str:
     """Roman name of order ``o`` (0 -> "I")."""
     return _ROMAN[o]
+
+
+#: relation_spec checks a relation index against n_relations itself (InputError); it runs once per relation
+#: inside facts() and the constructor, so no wrapper
+_BODY_R = "a relation index, checked by relation_spec against n_relations (InputError naming 'r')"
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,7 @@ class CyclicKG:
     def vocab_size(self) -> int:
         return int(self.n_entities) + self.n_relations
 
+    @validate_args(r=[AnyValue(_BODY_R)])
     def relation_spec(self, r: int) -> tuple[int, int, int]:
         """(order, sign, hops) of relation index ``r``: sign +1 clockwise, -1 anticlockwise."""
         if isinstance(r, bool) or not isinstance(r, int | np.integer) or not 0 <= r < self.n_relations:
@@ -126,17 +132,21 @@ class CyclicKG:
         sign = 1 if rest < self.max_hops else -1
         return o, sign, rest % int(self.max_hops) + 1
 
+    @validate_args(name=[str])
     def relation(self, name: str) -> int:
         """Index of a relation by name (``"I_C1"``)."""
         if name not in self.relation_names:
             raise UnknownNameError(f"Unknown relation {name!r}.{did_you_mean(str(name), self.relation_names)}")
         return self.relation_names.index(name)
 
+    @validate_args(r=[AnyValue(_BODY_R)])
     def inverse(self, r: int) -> int:
         """The relation that undoes ``r`` (``I_C2`` <-> ``I_A2``)."""
         o, sign, hops = self.relation_spec(r)
         return o * 2 * int(self.max_hops) + (0 if sign < 0 else int(self.max_hops)) + hops - 1
 
+    @validate_args(x=[AnyValue("the value checked: the body raises InputError naming the caller's argument")],
+                   name=[str], owner=[str])
     def check_entity(self, x: Any, name: str = "entity", owner: str = "CyclicKG") -> int:
         """Return ``x`` as an int entity id, or raise naming the argument."""
         if isinstance(x, bool) or not isinstance(x, int | np.integer) or not 0 <= x < self.n_entities:
@@ -144,27 +154,36 @@ class CyclicKG:
                              f"(entities are not in the vocabulary otherwise). Got {x!r} instead.")
         return int(x)
 
+    @validate_args(x=[AnyValue("checked by check_entity against n_entities (InputError naming 'x')")],
+                   r=[AnyValue(_BODY_R)])
     def answer(self, x: int, r: int) -> int:
         """``r(x)``: the entity the relation maps ``x`` to."""
         self.relation_spec(r)
         return int(self.table[self.check_entity(x, "x", "CyclicKG.answer"), r])
 
+    @validate_args(order=[Interval(int, 0, None)], a=[ArrayLike(ndim=None, dtype="integer", low=0)],
+                   b=[ArrayLike(ndim=None, dtype="integer", low=0)],
+                   _example=lambda: {"order": 0, "a": 0, "b": 1})
     def cyclic_distance(self, order: int, a: Any, b: Any) -> np.ndarray:
         """Shortest distance on cycle ``order`` between entities ``a`` and ``b`` (broadcasts)."""
         n = int(self.n_entities)
         d = np.abs(self.positions[order][np.asarray(a)] - self.positions[order][np.asarray(b)]) % n
         return np.minimum(d, n - d)
 
+    @validate_args(order=[Interval(int, 0, None)])
     def distance_matrix(self, order: int) -> np.ndarray:
         """(n, n) cyclic distances between all entities on one order."""
         idx = np.arange(self.n_entities)
         return self.cyclic_distance(order, idx[:, None], idx[None, :])
 
+    @validate_args(order=[Interval(int, 0, None)], x=[Interval(int, 0, None)], steps=[Interval(int, None, None)])
     def shifted(self, order: int, x: int, steps: int) -> int:
         """The entity ``steps`` positions clockwise of ``x`` on ``order``."""
         n = int(self.n_entities)
         return int(self.orders[order][(self.positions[order][x] + steps) % n])
 
+    @validate_args(split=[Options(["train", "heldout", "all"])],
+                   orders=[None, SequenceOf(Interval(int, 0, None), min_len=0), ArrayLike(ndim=1, dtype="integer", low=0)])
     def facts(self, split: str = "train", orders: Any = None) -> np.ndarray:
         """(m, 3) int array of (subject, relation, answer): ``split`` "train", "heldout" or "all"."""
         if split not in ("train", "heldout", "all"):

@@ -142,6 +142,7 @@ class EditDiagnosis:
     reps_after: np.ndarray
     info: Any
 
+    @validate_args(n_neighbors=[Interval(int, 1, None)])
     def embeddings(self, n_neighbors: int = 5) -> tuple[np.ndarray, np.ndarray]:
         """Isomap 2-D embeddings before and after (each fitted on its own representations)."""
         return isomap_embedding(self.reps_before, n_neighbors), isomap_embedding(self.reps_after, n_neighbors)
@@ -149,6 +150,7 @@ class EditDiagnosis:
 
 @validate_args(model=[InstanceOf(object)], editor=[InstanceOf(object)], inputs=[InstanceOf(object)],
                site=[InstanceOf(str)], n_contexts=[Interval(int, 1, None)],
+               positions=[ArrayLike(ndim=(0, 1), dtype="integer"), None],
                distance=[ArrayLike(ndim=2), None], keep=[bool],
                _example=lambda: {"model": _example_model(), "editor": object(), "inputs": [[1, 2], [3, 4]]})
 def diagnose_edit(model: Any, editor: Any, inputs: Any, *edit_args: Any, site: str = "blocks.0.resid_post",
@@ -181,7 +183,8 @@ def _diag_example() -> dict[str, Any]:
 
 
 @validate_args(diagnosis=[InstanceOf(EditDiagnosis)], labels=[InstanceOf(list), None],
-               n_neighbors=[Interval(int, 1, None)], _example=_diag_example)
+               n_neighbors=[Interval(int, 1, None)], order=[None, ArrayLike(ndim=1, dtype="integer", low=0)],
+               _example=_diag_example)
 def ring_figure(diagnosis: EditDiagnosis, labels: list[str] | None = None, n_neighbors: int = 5,
                 order: Any = None) -> Any:
     """Before/after Isomap picture of one edit (a matplotlib Figure); ``order`` joins points along a cycle."""

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import validate_args
+from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import Boolean, InstanceOf, Interval, RandomStateRule
 from trustlab.core.exceptions import InputError
-from trustlab.core.seeding import derive_seed
+from trustlab.core.seeding import as_seed, derive_seed, seed_alias
 from trustlab.core.threads import limit_threads
 from trustlab.methods.shattering._kg import CyclicKG
 
@@ -28,15 +28,17 @@ def _kg_example() -> dict[str, Any]:
     return {"kg": CyclicKG(16)}
 
 
+@seed_alias
 @validate_args(kg=_KG, d_model=[Interval(int, 4, None)], n_layers=[Interval(int, 1, None)],
                n_heads=[Interval(int, 1, None)], d_mlp=[Interval(int, 1, None), None],
-               n_ctx=[Interval(int, 4, None)], tie_embeddings=[Boolean()], seed=[Interval(int, 0, None)],
+               n_ctx=[Interval(int, 4, None)], tie_embeddings=[Boolean()], random_state=[RandomStateRule()],
                _example=_kg_example)
 def make_kg_model(kg: CyclicKG, *, d_model: int = 64, n_layers: int = 2, n_heads: int = 4, d_mlp: int | None = None,
-                  n_ctx: int = 32, tie_embeddings: bool = False, seed: int = 0) -> Any:
+                  n_ctx: int = 32, tie_embeddings: bool = False, random_state: Any = 0) -> Any:
     """A fresh pre-norm Llama decoder over the graph's vocabulary (entities + relations), fp32 on CPU.
 
-    ``d_mlp`` defaults to ``4 * d_model``. The global torch RNG is left untouched.
+    ``d_mlp`` defaults to ``4 * d_model``. The initial weights are seeded from ``random_state`` (``seed=`` is its
+    deprecated name); the global torch RNG is left untouched.
     """
     import torch
     import transformers as tf
@@ -51,7 +53,7 @@ def make_kg_model(kg: CyclicKG, *, d_model: int = 64, n_layers: int = 2, n_heads
         tie_word_embeddings=tie_embeddings, bos_token_id=None, eos_token_id=None, pad_token_id=None,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, attn_implementation="sdpa")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.manual_seed(as_seed(random_state))
         model = tf.LlamaForCausalLM(config)
     return model.float().eval()
 
@@ -86,6 +88,7 @@ class WalkObjective:
                weight_decay=[Interval(float, 0, None)], n_walks=[Interval(int, 1, None)],
                walk_length=[Interval(int, 3, None)], composition=[Interval(float, 0, 1)],
                random_state=[RandomStateRule()], threads=[Interval(int, 1, None), None],
+               eval_every=[Interval(int, 1, None), None], evaluate=[None, "callable"],
                _example=lambda: {"model": make_kg_model(CyclicKG(16), d_model=8, n_heads=2), "kg": CyclicKG(16),
                                  "steps": 2})
 def train_kg_model(model: Any, kg: CyclicKG, *, steps: int = 3000, batch_size: int = 128, lr: float = 3e-3,
@@ -147,6 +150,7 @@ class FactAccuracy:
 @validate_args(model=[InstanceOf(object)], kg=_KG, facts=[InstanceOf(np.ndarray)],
                context_hops=[Interval(int, 0, None)], n_contexts=[Interval(int, 1, None)],
                random_state=[RandomStateRule()], batch_size=[Interval(int, 1, None)],
+               tokens=[None, ArrayLike(ndim=2, dtype="integer", low=0, min_len=0)],
                _example=lambda: {"model": make_kg_model(CyclicKG(16), d_model=8, n_heads=2), "kg": CyclicKG(16),
                                  "facts": CyclicKG(16).facts()[:3]})
 def fact_accuracy(model: Any, kg: CyclicKG, facts: np.ndarray, *, context_hops: int = 3, n_contexts: int = 4,

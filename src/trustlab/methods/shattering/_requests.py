@@ -45,6 +45,7 @@ class EditRequest:
     kl_positions: list[int] = field(default_factory=list)
     current: int | None = None
 
+    @validate_args(vocab=[Interval(int, 1, None)], owner=[str])
     def check(self, vocab: int, owner: str) -> None:
         """Raise :class:`InputError` naming the field when the request is malformed; warn when d = 0."""
         for name, prompts, pos in (("prompts", self.prompts, self.key_positions),

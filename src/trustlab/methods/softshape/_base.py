@@ -22,8 +22,9 @@ import numpy as np
 from aeon.classification.base import BaseClassifier
 from sklearn.exceptions import NotFittedError as _SkNotFittedError
 
+from trustlab.core.arguments import validate_args
 from trustlab.core.base import Method, PaperInfo
-from trustlab.core.constraints import Interval, Options
+from trustlab.core.constraints import AnyValue, Interval, Options
 from trustlab.core.exceptions import InputError, NotFittedError
 from trustlab.core.seeding import isolated_global_rng, spawn_seed
 from trustlab.core.threads import preserve_torch_threads
@@ -69,6 +70,10 @@ def _dispatch_tags(cls: type, obj: Any) -> dict[str, Any]:
     if obj is None:
         return Method.get_tags.__func__(cls)
     return BaseClassifier.get_tags(obj)
+
+
+#: a collection checked by the aeon base class (_preprocess_collection) and _check_shape
+CHECKED_X = "a series collection checked by _preprocess_collection and _check_shape (errors name X)"
 
 
 class TorchSeriesClassifier(BaseClassifier, Method):
@@ -176,6 +181,7 @@ class TorchSeriesClassifier(BaseClassifier, Method):
             X = (X - mu) / sd
         return X.astype(np.float32)
 
+    @validate_args(X=[AnyValue(CHECKED_X)])
     def preprocess(self, X: Any) -> np.ndarray:
         """The series the network sees, ``(n_cases, n_channels, n_timepoints)`` float64: padded (with
         ``pad='auto'``), NaN filled with the training mean, z-normalised per series (``normalize=True``).

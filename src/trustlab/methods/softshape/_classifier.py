@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trustlab.core.arguments import ArrayLike, validate_args
-from trustlab.core.constraints import Interval, Options, Satisfies
-from trustlab.methods.softshape._base import BOOL, COMMON_CONSTRAINTS, INT1, TorchSeriesClassifier
+from trustlab.core.constraints import AnyValue, Interval, Options, Satisfies
+from trustlab.methods.softshape._base import BOOL, CHECKED_X, COMMON_CONSTRAINTS, INT1, TorchSeriesClassifier
 
 __all__ = ["SoftShapeClassifier", "PAPER_SHAPE_SIZES", "COLLAPSE_SHARE"]
 
@@ -188,6 +188,7 @@ class SoftShapeClassifier(TorchSeriesClassifier):
                                        and load.max() / load.sum() > COLLAPSE_SHARE)
 
     # -- interpretation --------------------------------------------------------------------------------
+    @validate_args(X=[AnyValue(CHECKED_X)])
     def forward_info(self, X: Any) -> Any:
         """Run the fitted network on ``X`` and return what the forward pass exposes (per-layer scores,
         kept token ids, token counts, expert loads, final scores)."""
@@ -220,6 +221,7 @@ class SoftShapeClassifier(TorchSeriesClassifier):
         return {"rel_logit_change": float(np.linalg.norm(sparse - full) / max(np.linalg.norm(full), 1e-12)),
                 "pred_changed": float(np.mean(sparse.argmax(1) != full.argmax(1)))}
 
+    @validate_args(X=[AnyValue(CHECKED_X)])
     def token_scores(self, X: Any) -> np.ndarray:
         """(n_cases, N) effective weight of every original shape token (N = M, or C x M channel-major with
         ``channels="independent"``): the product of the scores it received through the layers, times the
@@ -235,6 +237,7 @@ class SoftShapeClassifier(TorchSeriesClassifier):
         w *= _carried(info.end_scores.numpy(), info.positions[-1].numpy(), M)
         return w
 
+    @validate_args(X=[AnyValue(CHECKED_X)], per_channel=["boolean"])
     def shape_scores(self, X: Any, *, per_channel: bool = False) -> np.ndarray:
         """Per-time-step contribution: the mean token weight (``token_scores``) over the shapes
         [p*q, p*q + m) that cover the step (0 for uncovered tail steps). ``(n_cases, n_timepoints)``, for

@@ -51,7 +51,9 @@ def mask_top_steps(X: np.ndarray, scores: np.ndarray | None, fraction: float, *,
     return X
 
 
-@validate_args(X=[ArrayLike(ndim=(2, 3))], scores=[ArrayLike(ndim=2)], n_cols=[Interval(int, 1, None)])
+@validate_args(X=[ArrayLike(ndim=(2, 3))], scores=[ArrayLike(ndim=2)], n_cols=[Interval(int, 1, None)],
+               labels=[None, ArrayLike(ndim=1, dtype="any", finite=False)],
+               titles=[None, ArrayLike(ndim=1, dtype="any", finite=False)])
 def plot_shape_scores(X: np.ndarray, scores: np.ndarray, *, labels: Any = None, titles: Any = None,
                       n_cols: int = 2) -> Any:
     """A matplotlib ``Figure`` with one panel per series: the (first-channel) series coloured by its

@@ -9,8 +9,9 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import clone
 
+from trustlab.core.arguments import validate_args
 from trustlab.core.base import PaperInfo
-from trustlab.core.constraints import InstanceOf, Interval, Options
+from trustlab.core.constraints import AnyValue, InstanceOf, Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.roles import Predictor
 from trustlab.core.validation import check_array, check_classification_targets, check_is_fitted
@@ -145,12 +146,14 @@ class SparseTreeBase(Predictor):
     def _predict_proba(self, X: np.ndarray) -> np.ndarray:
         return self.tree_.predict_proba(self._binary(X))
 
+    @validate_args(decimals=[Interval(int, 0, None)])
     def export_text(self, *, decimals: int = 3) -> str:
         """The fitted tree as indented text, with feature names (binarized ``"name <= t"`` columns
         when a binarizer was used) and the original class labels."""
         check_is_fitted(self, "tree_")
         return self.tree_.export_text(self.binary_feature_names_, list(self.classes_), decimals=decimals)
 
+    @validate_args(X=[AnyValue("checked by the estimator's _validate_X (InputError naming X)")])
     def transform_binary(self, X: Any) -> np.ndarray:
         """The binary matrix the tree reads (after the fitted binarizer, if any)."""
         check_is_fitted(self, "tree_")

@@ -47,6 +47,7 @@ class BaselineFit:
     def n_leaves(self) -> int:
         return self.tree.n_leaves
 
+    @validate_args(Xb=[ArrayLike(ndim=2, dtype="integer", low=0, high=1)])
     def predict(self, Xb: np.ndarray) -> np.ndarray:
         """Encoded class predictions on a binary matrix."""
         return self.tree.predict(np.asarray(Xb))

@@ -14,7 +14,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted as _sk_check_is_fitted
 
-from trustlab.core.constraints import Interval, Options, validate_params
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import AnyValue, Interval, Options, validate_params
 from trustlab.core.exceptions import InputError, NotFittedError
 from trustlab.core.seeding import spawn_seed
 from trustlab.core.validation import check_array, check_X_y
@@ -142,6 +143,8 @@ class ThresholdGuessBinarizer(TransformerMixin, BaseEstimator):
                                           n_estimators=self.n_estimators, max_depth=self.max_depth,
                                           random_state=self._seed)
 
+    @validate_args(X=[AnyValue("checked by check_X_y (InputError naming X)")],
+                   y=[AnyValue("checked by check_X_y (InputError naming y)")])
     def fit(self, X: Any, y: Any) -> ThresholdGuessBinarizer:
         validate_params(type(self).__name__, self.get_params(deep=False), self._constraints)
         names = getattr(X, "columns", None)
@@ -198,6 +201,7 @@ class ThresholdGuessBinarizer(TransformerMixin, BaseEstimator):
         thr = np.array([t for _, t in thresholds], dtype=np.float64)
         return (X[:, cols] <= thr[None, :]).astype(np.uint8)
 
+    @validate_args(X=[AnyValue("checked by check_array (InputError naming X)")])
     def transform(self, X: Any) -> np.ndarray:
         """0/1 matrix of shape ``(n_samples, n_features_out_)`` (``uint8``; a DataFrame, see ``output``)."""
         try:
@@ -217,6 +221,7 @@ class ThresholdGuessBinarizer(TransformerMixin, BaseEstimator):
             return pd.DataFrame(out, columns=list(self.get_feature_names_out()), index=index)
         return out
 
+    @validate_args(input_features=[None, ArrayLike(ndim=1, dtype="any", finite=False)])
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """``"<input name> <= <threshold>"`` for every output column."""
         _sk_check_is_fitted(self, "thresholds_")

@@ -26,7 +26,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trustlab.core.constraints import Interval, Options, validate_value
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import AnyValue, Interval, Options, validate_value
 from trustlab.core.exceptions import BudgetExceededError, ConfigError, InputError
 from trustlab.core.validation import check_is_fitted
 from trustlab.methods.split._base import SparseTreeBase, check_lookahead
@@ -43,6 +44,11 @@ _Prefix = tuple
 
 class _TooMany(Exception):
     pass
+
+
+#: a tree index: _check_index checks it against [0, n_trees_ - 1] (the bound the rule cannot know), and
+#: objective_at runs once per tree of a set, so no wrapper
+_INDEX = "a tree index, checked by _check_index against [0, n_trees_ - 1] (ConfigError naming 'i')"
 
 
 class RESPLIT(SparseTreeBase):
@@ -299,6 +305,7 @@ class RESPLIT(SparseTreeBase):
         validate_value(f"{type(self).__name__}.{what}", "i", i, [Interval(int, 0, self.n_trees_ - 1)], noun="argument")
         return int(i)
 
+    @validate_args(i=[AnyValue(_INDEX)])
     def tree_at(self, i: int) -> TreeNode:
         """The ``i``-th tree of the set (over the binary features; ``left`` = feature true); ``i`` is an int
         in ``[0, n_trees_ - 1]``."""
@@ -306,17 +313,17 @@ class RESPLIT(SparseTreeBase):
 
         return _remap(self._materialise(self._check_index(i, "tree_at")), self.search_columns_)
 
+    @validate_args(i=[AnyValue(_INDEX)])
     def objective_at(self, i: int) -> float:
         """Training objective ``R`` of the ``i``-th tree, without building it."""
         k, digits = self._locate(self._check_index(i, "objective_at"))
         _, _, fr, base = self._prefixes[k]
         return float((base + sum(self._leaf_sets[f][dg][0] for f, dg in zip(fr, digits))) / self._cols_n)
 
+    @validate_args(limit=[Interval(int, 0, None), None])
     def iter_trees(self, limit: int | None = None) -> Iterator[TreeNode]:
         """Trees of the set in index order (at most ``limit``)."""
         check_is_fitted(self, "n_trees_")
-        validate_value(f"{type(self).__name__}.iter_trees", "limit", limit, [Interval(int, 0, None), None],
-                       noun="argument")
         stop = self.n_trees_ if limit is None else min(int(limit), self.n_trees_)
         for i in range(stop):
             yield self.tree_at(i)

@@ -13,10 +13,17 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core._declare import takes_any
 from trustlab.core.arguments import ArrayLike, validate_args
 from trustlab.core.constraints import InstanceOf, Interval
 
 __all__ = ["TreeNode", "tree_objective", "tree_from_dict"]
+
+
+#: the binary matrix of a tree's prediction: the estimators' predict (hot path) checks X first
+_HOT_XB = "a binary (n, d) matrix; every estimator's predict checks X (_validate_X) before it gets here"
+#: optional names, indexed by feature / class index
+_NAMES = [None, ArrayLike(ndim=1, dtype="any", finite=False, min_len=0)]
 
 
 @dataclass(eq=False)
@@ -80,6 +87,7 @@ class TreeNode:
         return {int(self.feature)} | self.left.features_used() | self.right.features_used()  # type: ignore
 
     # -- prediction ------------------------------------------------------------------------------
+    @takes_any(Xb=_HOT_XB)
     def apply(self, Xb: np.ndarray) -> np.ndarray:
         """Leaf number (left-to-right order) reached by each row of the binary matrix ``Xb``."""
         out = np.empty(len(Xb), dtype=np.int64)
@@ -101,6 +109,7 @@ class TreeNode:
         """Class counts of every leaf, shape (n_leaves, n_classes), in :meth:`apply` order."""
         return np.stack([np.asarray(leaf.counts, dtype=np.float64) for leaf in self.leaves()])
 
+    @takes_any(Xb=_HOT_XB)
     def predict_proba(self, Xb: np.ndarray) -> np.ndarray:
         """Class frequencies of the training samples in each row's leaf."""
         counts = self.leaf_counts()
@@ -110,6 +119,7 @@ class TreeNode:
             proba[empty] = 1.0 / counts.shape[1]
         return proba[self.apply(Xb)]
 
+    @takes_any(Xb=_HOT_XB)
     def predict(self, Xb: np.ndarray) -> np.ndarray:
         preds = np.array([leaf.prediction for leaf in self.leaves()], dtype=np.int64)
         return preds[self.apply(Xb)]
@@ -134,6 +144,7 @@ class TreeNode:
         return {"feature": int(self.feature), "true": self.left.to_dict(),  # type: ignore[union-attr]
                 "false": self.right.to_dict()}  # type: ignore[union-attr]
 
+    @validate_args(feature_names=_NAMES, class_names=_NAMES, decimals=[Interval(int, 0, None)])
     def export_text(self, feature_names: Sequence[str] | None = None, class_names: Sequence[Any] | None = None,
                     *, decimals: int = 3) -> str:
         """Indented text rendering of the tree (one line per test and per leaf)."""

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
+from trustlab.core._declare import takes_any
+from trustlab.core.arguments import ArrayLike, HasMethods, SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval
 from trustlab.core.exceptions import InputError
 from trustlab.core.optional import require
@@ -35,7 +36,8 @@ CAPTION_TEMPLATES = ("a handwritten digit {name}", "the number {digit}", "a phot
                      "a scanned image of the numeral {name}", "a blurry {name}")
 
 
-@validate_args(class_names=[SequenceOf(InstanceOf(str))], templates=[SequenceOf(InstanceOf(str))])
+@validate_args(class_names=[SequenceOf(InstanceOf(str))], templates=[SequenceOf(InstanceOf(str))],
+               embedder=[None, HasMethods("encode", what="a sentence embedder")])
 def caption_features(class_names: Sequence[str] = DIGIT_NAMES, templates: Sequence[str] = CAPTION_TEMPLATES,
                      embedder: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Frozen MiniLM sentence embeddings (384-d) of every (class, template) caption, and each caption's class
@@ -85,12 +87,14 @@ class MiniCLIP(nn.Module):
             nn.Linear(t, 128), nn.ReLU(), nn.Linear(128, dim))
         self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
 
+    @takes_any(x="image tensor on the hot path (every training step); shapes checked by the image tower")
     def encode_image(self, x: Any) -> Any:
         if x.ndim == 3:
             x = x.unsqueeze(1)
         z = self.image_tower(x)
         return z / z.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
+    @takes_any(feats="caption-feature tensor on the hot path (every training step); shapes checked by the text head")
     def encode_text(self, feats: Any) -> Any:
         z = self.text_head(feats)
         return z / z.norm(dim=-1, keepdim=True).clamp_min(1e-12)
@@ -102,6 +106,7 @@ class MiniCLIP(nn.Module):
         c = onehot.T @ t
         return c / c.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
+    @takes_any(x="image tensor on the hot path (every training step); shapes checked by the image tower")
     def forward(self, x: Any) -> Any:
         return self.logit_scale.exp() * self.encode_image(x) @ self.class_embeddings().T
 

@@ -26,7 +26,8 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.stats import norm
 
-from trustlab.core.constraints import Boolean, Interval, Options
+from trustlab.core.arguments import validate_args
+from trustlab.core.constraints import AnyValue, Boolean, Interval, Options
 from trustlab.core.exceptions import InputError
 from trustlab.core.hashing import content_hash
 from trustlab.core.optional import require
@@ -146,6 +147,8 @@ class _KernelTest(Detector):
             return self._scores(torch.as_tensor(X, dtype=torch.float64))
 
     # ---------------------------------------------------------------------------------------------- test
+    @validate_args(X=[AnyValue("checked by check_array and the fitted width (InputError naming X)")],
+                   Y=[AnyValue("checked by check_array and the fitted width (InputError naming Y)")])
     def test(self, X: Any, Y: Any) -> TestResult:
         """Two-sample test of ``X`` against ``Y`` with the fitted kernel (see the module docstring)."""
         check_is_fitted(self, "threshold_")

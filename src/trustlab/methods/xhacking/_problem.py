@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import Interval, Satisfies
+from trustlab.core.constraints import InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError, ScaleWarning, UnknownNameError, did_you_mean
 from trustlab.core.hashing import content_hash
+from trustlab.core.seeding import as_seed, seed_alias
 from trustlab.methods.xhacking._explain import explain_pipeline, shares_and_ranks
 from trustlab.methods.xhacking._space import build_pipeline
 
@@ -26,11 +28,13 @@ __all__ = ["SearchContext", "EvalSettings", "reference_config", "resolve_feature
            "speedup_ci", "TrialsToSuccess", "SpeedupCI"]
 
 
-@validate_args(seed=[Interval(int, 0, 2**32 - 1)])
-def reference_config(seed: int = 0) -> dict[str, Any]:
-    """Default reference: mean imputation, no scaling or selection, a 100-tree random forest."""
+@seed_alias
+@validate_args(random_state=["random_state"])
+def reference_config(random_state: Any = 0) -> dict[str, Any]:
+    """Default reference: mean imputation, no scaling or selection, a 100-tree random forest; its ``"seed"`` is
+    ``random_state`` (an int is kept, a Generator or None drawn once; ``seed=`` is its deprecated name)."""
     return {"imputer": "mean", "scaler": "none", "selector": "none", "transform": "none", "model": "rf",
-            "rf_n": 100, "rf_depth": None, "rf_max_features": "sqrt", "rf_leaf": 1, "seed": int(seed)}
+            "rf_n": 100, "rf_depth": None, "rf_max_features": "sqrt", "rf_leaf": 1, "seed": as_seed(random_state)}
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,7 @@ class SearchContext:
         return float(balanced_accuracy_score(self.y_te, pred) if s == "balanced_accuracy"
                      else accuracy_score(self.y_te, pred))
 
+    @validate_args(config=[InstanceOf(Mapping)])
     def evaluate(self, config: dict[str, Any]) -> dict[str, Any]:
         """Fit the configuration's pipeline; score, shares, ranks and directions (cached)."""
         config = dict(config)
@@ -172,6 +177,7 @@ class SearchContext:
         self._cache[key] = out
         return dict(out)
 
+    @validate_args(config=[InstanceOf(Mapping)], score_into=[None, InstanceOf(dict)])
     def fit_and_explain(self, config: dict[str, Any], *,
                         score_into: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """The fitted pipeline of ``config`` (its ``seed`` defaults to the model seed) and its

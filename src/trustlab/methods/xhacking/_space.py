@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from trustlab.core.arguments import validate_args
+from trustlab.core.arguments import HasMethods, validate_args
 from trustlab.core.constraints import Interval
 from trustlab.core.exceptions import ConfigError
 from trustlab.core.hashing import content_hash
@@ -91,6 +91,8 @@ class SearchSpace:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     # -- sampling -------------------------------------------------------------------------------------
+    @validate_args(trial=[HasMethods("suggest_categorical", "suggest_float", "suggest_int", what="an optuna Trial")],
+                   n_features=[Interval(int, 1, None)])
     def suggest(self, trial: Any, n_features: int) -> dict[str, Any]:
         """Sample one configuration from an optuna ``trial`` (conditional parameters per choice)."""
         c: dict[str, Any] = {}
