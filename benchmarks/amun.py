@@ -46,7 +46,7 @@ def _setting():
     data = A.UnlearningData(X=X, y=y, train_idx=tr, test_idx=te, num_classes=10)
     with isolated_global_rng(0):
         model = MLP(64, 10, hidden=(256, 256))
-    A.sgd_train(model, X[tr], y[tr], A.SGDSpec(epochs=60, lr=0.05), seed=0)
+    A.sgd_train(model, X[tr], y[tr], A.SGDSpec(epochs=60, lr=0.05), random_state=0)
     return X, y, tr, te, data, model, rng
 
 
@@ -113,7 +113,7 @@ def main(repeats: int = 3, out: str | None = None) -> dict:
                           f"{row['ratio_fixed60']:5.2f}x (60 epochs)")
         # RMIA: reference models on complementary halves of all 1,797 points, plus one scoring pass
         refs = A.fit_reference_models(lambda: MLP(64, 10, hidden=(256, 256)), X, y, 4,
-                                      spec=A.SGDSpec(epochs=60, lr=0.05), seed=0)
+                                      spec=A.SGDSpec(epochs=60, lr=0.05), random_state=0)
         lg = predict_logits(model, X)
         f = np.sort(rng.choice(tr, 100, replace=False))
         t_score = _median_time(lambda: A.rmia_scores(lg, refs, y, np.r_[f, te]), repeats)

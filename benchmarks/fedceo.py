@@ -57,7 +57,7 @@ def simulator_rounds(rounds: int) -> dict:
         model = BiasFreeMLP(64, 128, 10)
     out = {}
     for vec in (True, False):
-        kw = dict(rounds=rounds, clients_per_round=10, local_epochs=2, batch_size=16, lr=0.1, seed=0, vectorised=vec)
+        kw = dict(rounds=rounds, clients_per_round=10, local_epochs=2, batch_size=16, lr=0.1, random_state=0, vectorised=vec)
         run_federated(model, clients, aggregator=UDPFedAvg(), **{**kw, "rounds": 2})   # warm-up
         h = run_federated(model, clients, aggregator=UDPFedAvg(), **kw)
         out["vectorised" if vec else "loop"] = dict(round_ms=1e3 * float(np.median(h.round_time_s)),
@@ -67,7 +67,7 @@ def simulator_rounds(rounds: int) -> dict:
         small = BiasFreeMLP(64, 64, 10)
     h = run_federated(small, clients, aggregator=FedCEO(lam=1.0, interval=10, theta=1.04), mechanism=DPSGD(sigma=2.0),
                       restart=True, rounds=max(2, rounds // 4), clients_per_round=10, batch_size=16, lr=0.1,
-                      momentum=0.5, seed=0)
+                      momentum=0.5, random_state=0)
     out["dpsgd"] = dict(round_ms=1e3 * float(np.median(h.round_time_s)))
     return out
 

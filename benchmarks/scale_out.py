@@ -63,7 +63,7 @@ def rmia_refs(n_refs: int = 16, epochs: int = 60) -> dict[str, float]:
             if kind == "ray":
                 ex.map(abs, [-1, -2])  # runtime start not counted
             t0 = time.perf_counter()
-            refs = fit_reference_models(make, X, y, n_refs, spec=spec, seed=0, executor=ex)
+            refs = fit_reference_models(make, X, y, n_refs, spec=spec, random_state=0, executor=ex)
             times[kind] = time.perf_counter() - t0
             logits[kind] = refs.logits
         print(f"rmia {n_refs} refs {kind}: {times[kind]:.1f} s", flush=True)

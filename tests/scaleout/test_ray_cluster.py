@@ -50,9 +50,9 @@ def test_local_ray_runtime_matches_the_local_executor_and_is_stopped(tmp_path):
         with pytest.raises(TaskError, match="bad item 3") as info:
             ex.map(tasks.always_fail, [3])
         assert "always_fail" in info.value.traceback
-        r_ray = fit_reference_models(make, X, y, 4, spec=spec, seed=1, executor=ex)
+        r_ray = fit_reference_models(make, X, y, 4, spec=spec, random_state=1, executor=ex)
         assert ray.is_initialized()
-    r_loc = fit_reference_models(make, X, y, 4, spec=spec, seed=1, executor=local)
+    r_loc = fit_reference_models(make, X, y, 4, spec=spec, random_state=1, executor=local)
     np.testing.assert_array_equal(r_ray.logits, r_loc.logits)
     np.testing.assert_array_equal(r_ray.in_mask, r_loc.in_mask)
     assert not ray.is_initialized()  # the runtime the executor started is gone
