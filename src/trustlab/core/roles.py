@@ -320,6 +320,11 @@ class Aggregator(Method):
             who = f"updates[{i}]" + (f" (client {ids[i]!r})" if ids is not None else "")
             if sorted(d) != sorted(keys):
                 raise InputError(f"Update {who} of {owner}.aggregate has keys {list(d)}; expected {keys}.")
+            kinds = {k: np.asarray(d[k]).dtype for k in keys}
+            bad = {k: str(t) for k, t in kinds.items() if t.kind not in "fiu"}  # bool masks are not updates
+            if bad:
+                raise InputError(f"Update {who} of {owner}.aggregate must hold numbers (float or int arrays). Got "
+                                 f"dtypes {bad}.")
             arrays.append({k: check_array(d[k], name=f"{who}[{k!r}]" if k else who, owner=owner, ndim=None)
                            for k in keys})
             for k in keys:

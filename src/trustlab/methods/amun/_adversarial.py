@@ -72,11 +72,17 @@ def _content_key(model: Any, X: np.ndarray, y: np.ndarray, schedule: tuple[Any, 
     return content_hash(type(model).__qualname__, state_dict_hash(model), X, y, repr(schedule))
 
 
-def _n_outputs(model: Any, x: np.ndarray) -> int:
+def _n_outputs(model: Any, x: np.ndarray, owner: str = "adversarial_set") -> int:
+    """Outputs of ``model`` on one row of ``x``; a row the model cannot take is the user's shape error."""
     import torch
 
-    with torch.no_grad():
-        out = model(torch.as_tensor(x[:1], device=device_of(model)))
+    try:
+        with torch.no_grad():
+            out = model(torch.as_tensor(x[:1], device=device_of(model)))
+    except (RuntimeError, ValueError) as exc:  # torch's "mat1 and mat2 shapes cannot be multiplied" and kin
+        raise InputError(f"The 'X' argument of {owner} does not fit the model: a row of shape {tuple(x.shape[1:])} "
+                         f"({x.shape[1] if x.ndim == 2 else 'per-row'} features) failed in its forward pass "
+                         f"({str(exc).splitlines()[0]}). Pass data with the features the model was built for.") from None
     return int(out.shape[-1]) if out.ndim >= 2 else 1
 
 
@@ -96,7 +102,7 @@ def _validate(model: Any, X: Any, y: Any, input_range: Any, owner: str) -> tuple
     was = model.training
     model.eval()
     try:
-        n_out = _n_outputs(model, X)
+        n_out = _n_outputs(model, X, owner)
     finally:
         model.train(was)
     if y.max() >= n_out:

@@ -337,6 +337,9 @@ def mia_auc(member_scores: Any, nonmember_scores: Any, *, balanced: bool = True,
 def threshold_scores(logits: Any, labels: Any, kind: str = "margin") -> np.ndarray:
     """Threshold-attack membership scores: ``"margin"`` = l_y - max_{j!=y} l_j, ``"loss"`` = -CE."""
     lg = np.asarray(logits, np.float64)
+    if lg.shape[1] < 2:
+        raise InputError(f"The 'logits' argument of threshold_scores must have >= 2 classes (columns): a margin "
+                         f"or loss needs a competing class. Got shape {lg.shape}.")
     labels = _check_labels(labels, len(lg), lg.shape[1], "threshold_scores")
     rows = np.arange(len(lg))
     if kind == "margin":
@@ -483,4 +486,7 @@ def avg_gap(metrics: Mapping[str, float] | UnlearningMetrics, reference: Mapping
     missing = [k for k in keys if k not in a or k not in b]
     if missing:
         raise InputError(f"avg_gap: metrics {missing} are missing.")
+    bad = {k: (a[k], b[k]) for k in keys if not (np.isfinite(float(a[k])) and np.isfinite(float(b[k])))}
+    if bad:
+        raise InputError(f"avg_gap needs finite metrics; got non-finite (metric, reference) values {bad}.")
     return float(np.mean([abs(a[k] - b[k]) for k in keys]))

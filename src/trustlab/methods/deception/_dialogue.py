@@ -47,6 +47,9 @@ class Message:
             raise InputError(f"The 'role' of a Message must be one of {list(ROLES)}. Got {self.role!r} instead.")
         if not isinstance(self.content, str):
             raise InputError(f"The 'content' of a Message must be a str. Got {type(self.content).__name__}.")
+        if not isinstance(self.detect, bool | np.bool_):  # 'yes' or 0/1 from a JSON file is not a flag
+            raise InputError(f"The 'detect' of a Message must be True or False. Got {self.detect!r} "
+                             f"({type(self.detect).__name__}).")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import numpy as np
 from trustlab.core.arguments import SequenceOf
 from trustlab.core.constraints import Interval, Options
 from trustlab.core.roles import Auditor
+from trustlab.core.exceptions import InputError
 from trustlab.core.validation import check_X_y
 from trustlab.methods.xhacking._controls import pipeline_controls
 from trustlab.methods.xhacking._data import redundancy
@@ -30,6 +31,7 @@ __all__ = ["XHackingAudit", "MIN_DEFENSIBLE"]
 
 #: fewer defensible pipelines than this (besides the reference) make an interval meaningless: a warning
 MIN_DEFENSIBLE = 5
+MIN_ROWS = 20  # rows an audit needs (5 rows gave confidence intervals from a 3-row training set)
 
 
 class XHackingAudit(Auditor):
@@ -177,6 +179,9 @@ class XHackingAudit(Auditor):
     def _audit(self, X: Any, y: Any, feature_names: Any = None) -> XHackingReport:
         owner = type(self).__name__
         X, y = check_X_y(X, y, owner=owner, allow_complex=False)
+        if len(X) < MIN_ROWS:  # a split, a fitted model and a redundancy R^2 per feature need rows
+            raise InputError(f"{owner}.audit needs at least {MIN_ROWS} rows in 'X' (a train / test split, a "
+                             f"fitted pipeline and a cross-validated redundancy per feature). Got {len(X)}.")
         eps = check_eps(self.eps, owner)
         space = self.search_space if self.search_space is not None else audit_space()
         space.validate()

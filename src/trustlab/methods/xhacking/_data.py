@@ -13,6 +13,8 @@ from trustlab.core.validation import check_array
 
 __all__ = ["redundancy", "make_redundant_classification"]
 
+MIN_ROWS = 10  # rows redundancy() needs at the least (and 2 per fold)
+
 
 @validate_args(X=[ArrayLike(ndim=2)], feature=[Interval(int, 0, None)], estimator=[Options(["ridge", "gbm"])],
                cv=[Interval(int, 2, None)], random_state=["random_state"])
@@ -50,14 +52,15 @@ def redundancy(X: Any, feature: int, *, estimator: str = "ridge", cv: int = 5, r
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    X = check_array(X, owner="redundancy", allow_complex=False)
+    # an out-of-fold R^2 needs >= 2 rows per fold and a few folds' worth of rows (3 rows gave R^2 = -63)
+    X = check_array(X, owner="redundancy", allow_complex=False, min_samples=max(MIN_ROWS, 2 * cv))
     validate_value("redundancy", "feature", feature, [Interval(int, 0, X.shape[1] - 1)], noun="argument")
     if X.shape[1] < 2:
         return 0.0
     target = X[:, feature]
     others = np.delete(X, feature, axis=1)
     random_state = as_seed(random_state)
-    folds = KFold(n_splits=min(cv, len(X)), shuffle=True, random_state=random_state)
+    folds = KFold(n_splits=cv, shuffle=True, random_state=random_state)
     binary = len(np.unique(target)) == 2
     if binary:
         from sklearn.ensemble import HistGradientBoostingClassifier
