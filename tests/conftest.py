@@ -68,14 +68,14 @@ def tiny():
         pytest.skip(_SMOLLM2 + "; tiny_random_llama uses its tokenizer")
     from trustlab.llm import tiny_random_llama
 
-    return tiny_random_llama(seed=0)
+    return tiny_random_llama(random_state=0)
 
 
 @pytest.fixture(scope="session")
 def tiny_eager(tiny):
     from trustlab.llm import tiny_random_llama
 
-    return tiny_random_llama(seed=0, attn_implementation="eager", tokenizer=tiny[1])
+    return tiny_random_llama(random_state=0, attn_implementation="eager", tokenizer=tiny[1])
 
 
 @pytest.fixture(scope="session")

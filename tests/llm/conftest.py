@@ -19,7 +19,7 @@ def tiny4(tiny):
     """A 4-layer variant for stop_after / prefix tests."""
     from trustlab.llm import tiny_random_llama
 
-    return tiny_random_llama(seed=1, n_layers=4, tokenizer=tiny[1])
+    return tiny_random_llama(random_state=1, n_layers=4, tokenizer=tiny[1])
 
 
 @pytest.fixture
@@ -28,6 +28,6 @@ def make_tiny(tiny):
     from trustlab.llm import tiny_random_llama
 
     def make(n_layers: int = 4, seed: int = 1):
-        return tiny_random_llama(seed=seed, n_layers=n_layers, tokenizer=tiny[1])[0]
+        return tiny_random_llama(random_state=seed, n_layers=n_layers, tokenizer=tiny[1])[0]
 
     return make

@@ -112,7 +112,7 @@ def test_collect_errors(tiny, inputs, kwargs, exc, match):
 
 
 def test_collect_needs_a_tokenizer_for_texts(tiny):
-    model, tok = L.tiny_random_llama(seed=0, tokenizer=tiny[1])
+    model, tok = L.tiny_random_llama(random_state=0, tokenizer=tiny[1])
     del model.trustlab_tokenizer
     with pytest.raises(ConfigError, match="no tokenizer"):
         L.collect(model, ["text"], ["embed"], progress=False)

@@ -37,8 +37,8 @@ def test_tiny_random_llama_shape_and_determinism(tiny):
     assert (d.n_layers, d.n_heads, d.n_kv_heads, d.d_head, d.d_model) == (2, 9, 3, 8, 72)
     assert d.vocab == len(tok) == 49152
     state = torch.random.get_rng_state()
-    again, _ = L.tiny_random_llama(seed=0, tokenizer=tok)
-    other, _ = L.tiny_random_llama(seed=1, tokenizer=tok)
+    again, _ = L.tiny_random_llama(random_state=0, tokenizer=tok)
+    other, _ = L.tiny_random_llama(random_state=1, tokenizer=tok)
     assert torch.equal(torch.random.get_rng_state(), state)  # global RNG untouched
     w = model.model.layers[0].self_attn.q_proj.weight
     assert torch.equal(w, again.model.layers[0].self_attn.q_proj.weight)
@@ -124,7 +124,7 @@ def _fake_gguf_loader(tiny):
     model, tok = tiny
 
     def fake(path, attn, what="both"):
-        fresh, _ = L.tiny_random_llama(seed=0, tokenizer=tok)
+        fresh, _ = L.tiny_random_llama(random_state=0, tokenizer=tok)
         fresh.config.quantization_config = {"quant_method": "gguf"}  # what a GGUF load carries
         loading._strip_quantizer(fresh)
         return (None if what == "tokenizer" else fresh), tok

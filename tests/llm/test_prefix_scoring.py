@@ -34,7 +34,7 @@ def test_prefix_replay_equals_full_forward(tiny4, side, k_top):
 
 
 def test_prefix_backward_reaches_only_top_blocks(tiny4):
-    model, _ = L.tiny_random_llama(seed=1, n_layers=4, tokenizer=tiny4[1])
+    model, _ = L.tiny_random_llama(random_state=1, n_layers=4, tokenizer=tiny4[1])
     pc = L.PrefixCache(model, 2, TEXTS)
     model.zero_grad()
     loss = pc.forward(positions=pc.attention_mask.bool()).logsumexp(-1).mean()
@@ -90,7 +90,7 @@ def test_token_logprobs_match_manual_and_padding(tiny):
 
 
 def test_token_logprobs_grad(tiny):
-    model, _ = L.tiny_random_llama(seed=0, tokenizer=tiny[1])
+    model, _ = L.tiny_random_llama(random_state=0, tokenizer=tiny[1])
     lp = L.token_logprobs(model, torch.tensor([[5, 6, 7, 8]]), grad=True)
     lp.sum().backward()
     assert model.model.layers[0].mlp.up_proj.weight.grad is not None
@@ -155,7 +155,7 @@ def test_scoring_errors(tiny, call, exc, match):
 
 def test_sequential_kl(tiny):
     model, tok = tiny
-    other, _ = L.tiny_random_llama(seed=3, tokenizer=tok)
+    other, _ = L.tiny_random_llama(random_state=3, tokenizer=tok)
     ids, mask = L.pad_batch(tok([TEXTS[0], TEXTS[2]], add_special_tokens=False)["input_ids"], 2, "left")
     self_kl = L.sequential_kl(model, model, ids, mask)
     assert np.allclose(self_kl.per_sequence, 0, atol=1e-6)

@@ -414,7 +414,7 @@ def test_patch_all_heads_errors(tiny, kwargs, exc, match):
 
 def test_trace_through_peft_wrapper(tiny, ids):
     peft = pytest.importorskip("peft")
-    model, tok = L.tiny_random_llama(seed=0, tokenizer=tiny[1])
+    model, tok = L.tiny_random_llama(random_state=0, tokenizer=tiny[1])
     wrapped = peft.get_peft_model(model, peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
     with torch.no_grad(), trace(wrapped, ["blocks.1.resid_post"]) as tr:
         wrapped(input_ids=ids)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(
 def model():
     from trustlab.llm import tiny_random_llama
 
-    return tiny_random_llama(n_layers=2, seed=0)[0]
+    return tiny_random_llama(n_layers=2, random_state=0)[0]
 
 
 def _ids(tok, texts, side):

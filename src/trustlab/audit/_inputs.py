@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import validate_args
+from trustlab.core.arguments import AnyValue, ArrayLike, validate_args
 from trustlab.core.constraints import InstanceOf, Satisfies
 from trustlab.core.exceptions import InputError, UnsupportedModelError, did_you_mean
 
@@ -28,6 +28,8 @@ ESTIMATOR_MODULES = ("sklearn.", "xgboost.", "lightgbm.", "catboost.", "trustlab
 #: the two shipped example tables (``--data example:NAME``)
 EXAMPLES = ("clean", "planted")
 _PATH = [InstanceOf(str, Path)]
+#: features for a torch classifier: a 2-d numeric table (NaN passes through to the module, as before)
+_FEATURES = [ArrayLike(ndim=2, finite=False)]
 
 
 def _example_path(name: str) -> Path:
@@ -219,6 +221,9 @@ def parse_estimator(spec: str) -> Any:
     return _build(tree.body, spec)
 
 
+_NEVER_READ = "never read: a TorchClassifier cannot be refitted, fit always raises UnsupportedModelError"
+
+
 class TorchClassifier:
     """A fitted torch classifier seen as a scikit-learn classifier (``predict_proba`` = softmax of the logits).
 
@@ -233,6 +238,7 @@ class TorchClassifier:
         self.classes_ = np.arange(n_classes)
         self.n_features_in_ = None
 
+    @validate_args(X=_FEATURES)
     def predict_proba(self, X: Any) -> np.ndarray:
         import torch
 
@@ -241,9 +247,11 @@ class TorchClassifier:
             out = self.module(torch.as_tensor(np.asarray(X, dtype=np.float32)))
         return torch.softmax(out, -1).double().numpy()
 
+    @validate_args(X=_FEATURES)
     def predict(self, X: Any) -> np.ndarray:
         return self.predict_proba(X).argmax(1)
 
+    @validate_args(X=[AnyValue(_NEVER_READ)], y=[AnyValue(_NEVER_READ)])
     def fit(self, X: Any, y: Any) -> TorchClassifier:
         raise UnsupportedModelError("A TorchClassifier loaded from weights cannot be refitted by trustlab.")
 

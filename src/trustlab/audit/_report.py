@@ -10,6 +10,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trustlab.core.arguments import PATH, validate_args
+from trustlab.core.constraints import InstanceOf, Interval
+
 __all__ = ["CheckOutcome", "AuditReport"]
 
 #: a check's status: ``flag`` (a problem found), ``ok``, ``info`` (a finding that is not a problem),
@@ -76,6 +79,7 @@ class AuditReport:
             out.update(c.metrics)
         return out
 
+    @validate_args(name=[InstanceOf(str)])
     def check(self, name: str) -> CheckOutcome:
         for c in self.checks:
             if c.name == name:
@@ -95,6 +99,7 @@ class AuditReport:
                             "policy": self.policy, "policy_failures": self.policy_failures,
                             "provenance": self.provenance})
 
+    @validate_args(indent=[Interval(int, 0, None), InstanceOf(str), None])
     def to_json(self, indent: int | None = 1) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
@@ -103,6 +108,7 @@ class AuditReport:
         return [(c.title, c.status.upper(), c.reason if c.status in ("skipped", "error") else c.headline)
                 for c in self.checks]
 
+    @validate_args(plot_dir=[PATH, None])
     def to_markdown(self, plot_dir: str | None = None) -> str:
         lines = ["# trustlab audit report", "", f"Model: {self.model.get('description', '?')}; data: "
                  f"{self.data.get('n_train', '?')} training rows, {self.data.get('n_test', '?')} held-out rows, "
@@ -179,6 +185,7 @@ class AuditReport:
         return "".join(body)
 
     # -- files ------------------------------------------------------------------------------------------
+    @validate_args(out_dir=[PATH])
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """Write ``report.html``, ``report.md`` (plots as ``plots/*.png``) and ``report.json`` into ``out_dir``
         (each file atomically). Returns the paths."""

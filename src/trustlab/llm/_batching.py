@@ -16,6 +16,7 @@ from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
+from trustlab.llm._argrules import ROW_MASKS
 from trustlab.llm._positions import (  # noqa: F401  (re-exported: callers import them from here)
     _pad_id,
     first_positions,
@@ -195,7 +196,8 @@ def _select(act: Any, how: Any, mask: Any, valid: Any, sel: Any) -> Any:
     return act[sel]
 
 
-@validate_args(model=[LanguageModel()], inputs=[TEXTS_OR_IDS], sites=SITES, positions="no_validation",
+@validate_args(model=[LanguageModel()], inputs=[TEXTS_OR_IDS], sites=SITES,
+               positions=[Options(("last", "mean", "all")), ROW_MASKS],
                batch_size=[POSITIVE_INT], tokenizer=[Tokenizer(), None], attention_mask=MASK,
                stop_after=[Interval(int, 0, None), Options(("auto",)), None], skip_first=[Boolean()],
                padding_side=[Options(("right", "left"))], progress=[Boolean()])

@@ -11,6 +11,8 @@ from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError, did_you_mean
 from trustlab.core.optional import require
+from trustlab.core.seeding import as_seed
+from trustlab.llm._argrules import EDIT_POSITIONS, HEADS, MODEL_INPUTS, per_layer_values
 from trustlab.llm.hooks import Edit, Trace, trace
 from trustlab.llm.rules import SITES, LanguageModel
 from trustlab.llm.sites import check_head, check_layer, unwrap
@@ -20,7 +22,7 @@ torch = require("torch", purpose="trustlab.llm interventions")
 __all__ = ["ablate_heads", "patch_activations", "run_with_cache"]
 
 
-@validate_args(model=[LanguageModel()], inputs="no_validation", sites=SITES,
+@validate_args(model=[LanguageModel()], inputs=[MODEL_INPUTS], sites=SITES,
                stop_after=[Interval(int, 0, None), Options(("auto",)), None])
 def run_with_cache(
     model: Any, inputs: Any, sites: str | Sequence[str], *, stop_after: int | str | None = None, **kwargs: Any
@@ -42,7 +44,7 @@ def run_with_cache(
     return out, tr.captured
 
 
-@validate_args(model=[LanguageModel()], clean=[InstanceOf(dict, Mapping)], positions="no_validation",
+@validate_args(model=[LanguageModel()], clean=[InstanceOf(dict, Mapping)], positions=[EDIT_POSITIONS, None],
                heads=[Interval(int, 0, None), SequenceOf(Interval(int, 0, None)), None])
 def patch_activations(
     model: Any,
@@ -108,8 +110,14 @@ def _per_layer(values: Any, layer: int, what: str) -> Any:
     return arr[layer]
 
 
-@validate_args(model=[LanguageModel()], heads="no_validation", method=[Options(("zero", "mean", "resample"))],
-               positions="no_validation", means="no_validation", source="no_validation", random_state=["random_state"])
+_MEANS = per_layer_values(3, "head means [n_layers, n_heads, d_head] or a mapping layer -> [n_heads, d_head]")
+_SOURCE = per_layer_values(4, "source head outputs [n_layers, N, n_heads, d_head] or a mapping (layer or site) -> "
+                           "[N, n_heads, d_head]")
+
+
+@validate_args(model=[LanguageModel()], heads=[HEADS], method=[Options(("zero", "mean", "resample"))],
+               positions=[EDIT_POSITIONS, None], means=[_MEANS, None], source=[_SOURCE, None],
+               random_state=["random_state"])
 def ablate_heads(
     model: Any,
     heads: Mapping[int, int | Sequence[int]] | Iterable[tuple[int, int]],
@@ -132,8 +140,8 @@ def ablate_heads(
         For ``"mean"``; e.g. :func:`~trustlab.llm.head_means`.
     source : mapping (layer or site) -> array [N, n_heads, d_head], or array [n_layers, N, n_heads, d_head]
         For ``"resample"``: each row of the batch takes the head output of a random source example.
-    random_state : int, optional
-        Seeds the resample draws.
+    random_state : int, numpy Generator or None
+        Seeds the resample draws (None: seed 0).
 
     Example
     -------
@@ -151,7 +159,7 @@ def ablate_heads(
         )
     table = _normalise_heads(unwrap(model), heads)
     edits: list[Edit] = []
-    gen = torch.Generator().manual_seed(int(random_state) if random_state is not None else 0)
+    gen = torch.Generator().manual_seed(as_seed(random_state) if random_state is not None else 0)
     for layer, hs in table.items():
         site = f"blocks.{layer}.head_out"
         if method == "zero":

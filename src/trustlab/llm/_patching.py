@@ -25,6 +25,7 @@ from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.constraints import Boolean, Interval
 from trustlab.core.exceptions import ConfigError, InputError, TrustlabError
 from trustlab.core.optional import require
+from trustlab.llm._argrules import HEAD_OUTPUTS
 from trustlab.llm.rules import TOKEN_IDS, LanguageModel, check_token_ids
 from trustlab.llm.sites import arch_spec, base_model, check_layer, dims, get_module, model_device, unwrap
 
@@ -133,7 +134,7 @@ def _patch_hook(
     return hook
 
 
-@validate_args(model=[LanguageModel()], corrupt=[TOKEN_IDS], clean="no_validation",
+@validate_args(model=[LanguageModel()], corrupt=[TOKEN_IDS], clean=[TOKEN_IDS, HEAD_OUTPUTS],
                target_ids=[Interval(int, 0, None), SequenceOf(Interval(int, 0, None))],
                layers=[SequenceOf(Interval(int, 0, None)), None], batch_size=[Interval(int, 2, None)], check=[Boolean()])
 def patch_all_heads(

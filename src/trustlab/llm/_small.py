@@ -9,6 +9,7 @@ from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import InstanceOf, Interval
 from trustlab.core.exceptions import AssetNotFoundError
 from trustlab.core.optional import require
+from trustlab.core.seeding import as_seed, seed_alias
 from trustlab.llm._registry import DEFAULT_MODEL, MINILM_INSTALL, package_dir
 from trustlab.llm.loading import (
     _ATTN_RULE,
@@ -25,10 +26,11 @@ from trustlab.llm.rules import Tokenizer
 __all__ = ["load_embedder", "tiny_random_llama"]
 
 
-@validate_args(seed=[Interval(int, 0, None)], n_layers=[Interval(int, 1, None)], n_ctx=[Interval(int, 2, None)],
+@seed_alias
+@validate_args(random_state=["random_state"], n_layers=[Interval(int, 1, None)], n_ctx=[Interval(int, 2, None)],
                attn_implementation=_ATTN_RULE, tokenizer=[Tokenizer(), None], cache_dir=_DIR, verify=_VERIFY)
 def tiny_random_llama(
-    seed: int = 0,
+    random_state: Any = 0,
     *,
     n_layers: int = 2,
     n_ctx: int = 256,
@@ -40,6 +42,7 @@ def tiny_random_llama(
     """A 2-layer random llama with the SmolLM2 tokenizer, for fast unit tests.
 
     The tokenizer comes from :func:`load_tokenizer` (``verify`` is passed on) unless ``tokenizer`` is given.
+    ``random_state`` (an int, a numpy Generator or None) seeds the weights; ``seed=`` is its deprecated name.
 
     d_model 72 = 9 query heads x d_head 8 with 3 KV heads (so grouped-query attention paths run),
     d_mlp 144, vocab 49,152, context ``n_ctx`` tokens, tied embeddings like SmolLM2. The global torch
@@ -47,7 +50,7 @@ def tiny_random_llama(
 
     Example
     -------
-    >>> model, tok = tiny_random_llama(seed=0)
+    >>> model, tok = tiny_random_llama(random_state=0)
     >>> model.config.num_attention_heads, model.config.num_key_value_heads
     (9, 3)
     """
@@ -73,6 +76,7 @@ def tiny_random_llama(
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         attn_implementation=attn_implementation,
     )
+    seed = as_seed(random_state)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = tf.LlamaForCausalLM(config)

@@ -19,17 +19,24 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import SequenceOf, validate_args
-from trustlab.core.constraints import Boolean, Interval
+from trustlab.core._declare import takes_any
+from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
+from trustlab.core.constraints import Boolean, Interval, Options
 from trustlab.core.exceptions import InputError
 from trustlab.core.hashing import content_hash
 from trustlab.core.optional import require
+from trustlab.llm._argrules import ROWS, _row_indices
 from trustlab.llm._batching import _pad_id, pad_batch
+from trustlab.llm.rules import Tokenizer
 from trustlab.llm.scoring import EncodedBatch, _chat_prompt
 
 torch = require("torch", purpose="trustlab.llm training data")
 
 __all__ = ["SequenceSet", "PreferencePairs", "tokenize_pairs", "tokenize_preferences"]
+
+
+#: a [N, T] 0/1 (or bool) mask
+_MASK_2D = ArrayLike(ndim=2, dtype="integer", low=0, high=1)
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ class SequenceSet:
         return int(self.input_ids.shape[0])
 
     @classmethod
+    @validate_args(input_ids=[ArrayLike(ndim=2, dtype="integer", low=0)],
+                   attention_mask=[_MASK_2D], response_mask=[_MASK_2D], pad_id=[Interval(int, 0, None)])
     def from_arrays(cls, input_ids: Any, attention_mask: Any, response_mask: Any, *, pad_id: int = 0) -> SequenceSet:
         """Build a set from padded arrays (either padding side); rows are re-packed right-padded.
 
@@ -98,6 +107,7 @@ class SequenceSet:
             plen.append(r.index(True))
         return _pack(seqs, masks, np.asarray(plen), pad_id=pad_id)
 
+    @validate_args(side=[Options(("right", "left"))])
     def padded(self, side: str = "right") -> EncodedBatch:
         """The sequences as an :class:`~trustlab.llm.scoring.EncodedBatch`, padded on ``side``."""
         if side == "right":
@@ -112,6 +122,7 @@ class SequenceSet:
         return ([self.input_ids[i, :k].tolist() for i, k in enumerate(n)],
                 [self.response_mask[i, :k].long().tolist() for i, k in enumerate(n)])
 
+    @validate_args(rows=[ROWS])
     def subset(self, rows: Any) -> SequenceSet:
         """The set restricted to ``rows`` (indices), trimmed to its longest row."""
         idx = np.asarray(rows, dtype=np.int64).reshape(-1)
@@ -171,16 +182,17 @@ class PreferencePairs:
     def __len__(self) -> int:
         return self.n_pairs
 
+    @takes_any(pairs="pair indices on the per-step path: checked in the body (integer indices in [0, n_pairs))")
     def rows(self, pairs: Any) -> tuple[np.ndarray, np.ndarray]:
         """Sequence rows ``(chosen, rejected)`` of the pair indices ``pairs``."""
-        p = np.asarray(pairs, dtype=np.int64).reshape(-1)
+        p = _row_indices(pairs, self.n_pairs, owner="PreferencePairs.rows", name="pairs", allow_empty=True)
         return p, p + self.n_pairs
 
+    @validate_args(pairs=[ROWS])
     def subset(self, pairs: Any) -> PreferencePairs:
         """The pairs ``pairs`` (indices into ``0..n_pairs-1``) as a new set."""
-        c, r = self.rows(pairs)
-        if c.size == 0 or c.min() < 0 or c.max() >= self.n_pairs:
-            raise InputError(f"PreferencePairs.subset needs pair indices in [0, {self.n_pairs - 1}].")
+        c = _row_indices(pairs, self.n_pairs, owner="PreferencePairs.subset", name="pairs")
+        r = c + self.n_pairs
         return PreferencePairs(self.sequences.subset(np.concatenate([c, r])), self.kept[c])
 
 
@@ -236,7 +248,7 @@ def _encode(tokenizer: Any, prompts: Sequence[str], responses: Sequence[str], *,
 
 
 _TOKENIZE_RULES = dict(
-    tokenizer="no_validation",
+    tokenizer=[Tokenizer()],
     prompts=[SequenceOf(str)],
     chat=[Boolean()],
     system=[str, None],

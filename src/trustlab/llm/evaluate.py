@@ -23,6 +23,7 @@ from trustlab.llm._tokenize_pairs import PreferencePairs
 from trustlab.llm.losses import preference_margins
 from trustlab.llm.policy import PolicyForward
 from trustlab.llm.refcache import ReferenceCache
+from trustlab.llm.rules import Tokenizer
 from trustlab.llm.sites import unwrap
 
 torch = require("torch", purpose="trustlab.llm evaluation")
@@ -139,7 +140,7 @@ def _gen_example() -> dict[str, Any]:
 @validate_args(
     _example=_gen_example,
     model=[Satisfies(lambda m: isinstance(m, torch.nn.Module), "a torch causal LM", invalid=["not-a-model"])],
-    tokenizer="no_validation",
+    tokenizer=[Tokenizer()],
     prompts=[SequenceOf(str)],
     reward=[CallableRule()],
     max_new_tokens=[Interval(int, 1, None)],

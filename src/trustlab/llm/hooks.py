@@ -19,6 +19,7 @@ from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.constraints import Boolean, InstanceOf, Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError, UnknownNameError, did_you_mean
 from trustlab.core.optional import require
+from trustlab.llm._argrules import EDITS
 from trustlab.llm._edits import Edit, _EditSpec, _normalise_edits
 from trustlab.llm.rules import LanguageModel, TorchModule
 from trustlab.llm.sites import Site, arch_spec, dims, get_module, resolve_sites, unwrap
@@ -255,7 +256,7 @@ class Trace(contextlib.AbstractContextManager):
 
 
 @validate_args(model=[LanguageModel()], sites=[InstanceOf(str), SequenceOf(InstanceOf(str), min_len=0)],
-               edit="no_validation", stop_after=[Interval(int, 0, None), Options(("auto",)), None], detach=[Boolean()])
+               edit=[EDITS, None], stop_after=[Interval(int, 0, None), Options(("auto",)), None], detach=[Boolean()])
 def trace(
     model: Any,
     sites: str | Sequence[str] = (),

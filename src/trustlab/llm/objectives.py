@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core._declare import takes_any
 from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Interval, Options
 from trustlab.core.exceptions import ConfigError, InputError
@@ -147,6 +148,7 @@ class PreferenceObjective:
     def prepare(self) -> None:
         self.forward.check_fresh()
 
+    @takes_any(seq_rows="sequence rows on the per-step path: ReferenceCache.rows or PolicyForward checks them")
     def reference_logprobs(self, seq_rows: Any) -> tuple[Any, Any]:
         """Reference ``(sum, n_tokens)`` of sequence rows (None, None for reference-free losses)."""
         if self.reference is None:

@@ -21,11 +21,13 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core._declare import takes_any
 from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Boolean, Interval, Options, Satisfies
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.hashing import content_hash
 from trustlab.core.optional import require
+from trustlab.llm._argrules import _row_indices
 from trustlab.llm._batching import position_ids_from_mask
 from trustlab.llm._tokenize_pairs import SequenceSet
 from trustlab.llm.adapters import _LAYER, _plain_name, weights_fingerprint
@@ -38,6 +40,10 @@ torch = require("torch", purpose="trustlab.llm PolicyForward")
 __all__ = ["PolicyForward", "replay_depth"]
 
 _FORMAT = 1
+#: why the per-step methods take any value (no validate_args wrapper there, it costs more than their checks)
+_ROWS = "row indices: checked in the body by _rows (integer indices in [0, N)) on this per-step path"
+_STATES = "a tensor on the per-step path: its shape is checked in the body, its values by the layers"
+_FLAG = "read for its truth value on the per-step path; replay_blocks checks it as a bool under replay"
 
 
 @dataclass(frozen=True)
@@ -335,13 +341,9 @@ class PolicyForward:
 
     # ------------------------------------------------------------------------------------ forwards
     def _rows(self, rows: Any) -> Any:
-        idx = np.asarray(rows, dtype=np.int64).reshape(-1)
-        if idx.size == 0 or int(idx.min()) < 0 or int(idx.max()) >= len(self.sequences):
-            raise InputError(
-                f"PolicyForward rows must be indices in [0, {len(self.sequences) - 1}]. Got {idx.tolist()}."
-            )
-        return idx
+        return _row_indices(rows, len(self.sequences), owner="PolicyForward")
 
+    @takes_any(rows=_ROWS)
     def batch(self, rows: Any) -> tuple[Any, Any, Any]:
         """``(input_ids, attention_mask, response_mask)`` of ``rows``, trimmed to their longest row."""
         idx = torch.as_tensor(self._rows(rows))
@@ -349,6 +351,7 @@ class PolicyForward:
         w = int(s.attention_mask[idx].sum(1).max())
         return s.input_ids[idx, :w], s.attention_mask[idx, :w], s.response_mask[idx, :w]
 
+    @takes_any(rows=_ROWS, final_norm=_FLAG)
     def hidden(self, rows: Any, *, final_norm: bool = True) -> Any:
         """Final hidden states ``[n, w, d]`` of ``rows`` (after the final norm unless ``final_norm=False``,
         then the last block's output); differentiable w.r.t. the replayed blocks.
@@ -375,6 +378,7 @@ class PolicyForward:
                           and_mask_function=pk.visible())
         return h.reshape(-1, h.shape[-1])[pk.unpack]
 
+    @takes_any(rows=_ROWS)
     def input_states(self, rows: Any) -> Any:
         """States entering the first replayed block for ``rows``, ``[n, w, d]`` (trimmed like :meth:`batch`;
         no grad): the cached ``hidden_states[start]`` under replay, the embedding output (``hidden_states[0]``) for the full model.
@@ -391,14 +395,15 @@ class PolicyForward:
         cache = self._prefix.hidden
         return cache[torch.as_tensor(idx).to(cache.device), : ids.shape[1]].to(model_device(self.model))
 
+    @takes_any(rows=_ROWS, states=_STATES, final_norm=_FLAG)
     def replay_states(self, rows: Any, states: Any, *, final_norm: bool = True) -> Any:
         """Final hidden states of ``rows`` computed from ``states`` (shaped like :meth:`input_states`) by
         running blocks ``start..L-1`` (rows are not packed)."""
         idx = self._rows(rows)
         ids, att, _ = self.batch(idx)
-        if tuple(states.shape[:2]) != tuple(ids.shape):
+        if tuple(getattr(states, "shape", ())[:2]) != tuple(ids.shape):
             raise InputError(f"PolicyForward.replay_states needs states of shape [{ids.shape[0]}, {ids.shape[1]}, d] "
-                             f"for these rows. Got {tuple(states.shape)}.")
+                             f"for these rows. Got {tuple(getattr(states, 'shape', ()))}.")
         dev = model_device(self.model)
         return replay_blocks(self.model, states.to(dev), att.to(dev), position_ids_from_mask(att).to(dev),
                              self.start, final_norm=final_norm)
@@ -414,11 +419,13 @@ class PolicyForward:
             base(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=False)
         return tr[site]
 
+    @takes_any(hidden="a tensor on the per-step path: the norm layer checks its last dimension")
     def final_norm(self, hidden: Any) -> Any:
         """Apply the model's final norm (to the output of ``hidden(rows, final_norm=False)``)."""
         inner = unwrap(self.model)
         return get_module(inner, arch_spec(inner).final_norm)(hidden)
 
+    @takes_any(rows=_ROWS, hidden="None or final hidden states: gather_logprobs checks them (HIDDEN rule)")
     def token_logprobs(self, rows: Any, *, hidden: Any = None) -> Any:
         """Log-prob of each response token ``[n, w]`` (0 elsewhere), LM head at response positions only.
 
@@ -428,6 +435,7 @@ class PolicyForward:
         ids, _, resp = self.batch(idx)
         return gather_logprobs(self.model, self.hidden(idx) if hidden is None else hidden, ids, resp)
 
+    @takes_any(rows=_ROWS, hidden="None or final hidden states: gather_logprobs checks them (HIDDEN rule)")
     def sequence_logprobs(self, rows: Any, *, hidden: Any = None) -> SequenceLogprobs:
         """Per-row sum of response-token log-probs and response-token counts (on the model's device)."""
         idx = self._rows(rows)
@@ -436,6 +444,7 @@ class PolicyForward:
         n = resp[:, 1:].sum(1).to(lp.device)
         return SequenceLogprobs(lp.sum(1), n)
 
+    @validate_args(batch_size=[Interval(int, 1, None)])
     def batches(self, batch_size: int) -> list[np.ndarray]:
         """All rows in chunks of at most ``batch_size``, rows that share a prompt kept together (so that
         whole-set passes such as the reference cache pack them)."""

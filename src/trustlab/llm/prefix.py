@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Boolean, CallableRule, Interval
+from trustlab.core._declare import takes_any
+from trustlab.core.arguments import ArrayLike, validate_args
+from trustlab.core.constraints import Boolean, CallableRule, Interval, Options, validate_value
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
+from trustlab.llm._argrules import HIDDEN, MASK_TENSOR, POSITION_IDS, _row_indices
 from trustlab.llm._batching import encode_texts, pad_batch, position_ids_from_mask
 from trustlab.llm.rules import LanguageModel
 from trustlab.llm.sites import arch_spec, dims, get_module, model_device, unwrap
@@ -24,6 +26,9 @@ from trustlab.llm.sites import arch_spec, dims, get_module, model_device, unwrap
 torch = require("torch", purpose="trustlab.llm PrefixCache")
 
 __all__ = ["PrefixCache", "replay_blocks"]
+
+#: why the replay methods take any value: they run every optimisation step (no validate_args wrapper there)
+_ROWS = "None, a slice, row indices or a bool mask: checked in the body by _rows on this per-step path"
 
 
 def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: Any,
@@ -71,8 +76,8 @@ def _layer_inputs(model: Any, hidden: Any, attention_mask: Any, position_ids: An
     return lambda i: (masks[types[i]], pes[types[i]])
 
 
-@validate_args(model=[LanguageModel()], hidden="no_validation", attention_mask="no_validation",
-               position_ids="no_validation", start=[Interval(int, 0, None)], final_norm=[Boolean()],
+@validate_args(model=[LanguageModel()], hidden=[HIDDEN], attention_mask=[MASK_TENSOR],
+               position_ids=[POSITION_IDS], start=[Interval(int, 0, None)], final_norm=[Boolean()],
                end=[Interval(int, 0, None), None], and_mask_function=[CallableRule(), None])
 def replay_blocks(
     model: Any,
@@ -209,6 +214,9 @@ class PrefixCache:
         self.hidden = torch.cat(parts, dim=0)
 
     @classmethod
+    @validate_args(model=[LanguageModel()], k_top=[Interval(int, 1, None)], hidden=[HIDDEN],
+                   input_ids=[ArrayLike(ndim=2, dtype="integer", low=0)],
+                   attention_mask=[ArrayLike(ndim=2, dtype="integer", low=0, high=1)])
     def from_states(cls, model: Any, k_top: int, hidden: Any, input_ids: Any, attention_mask: Any) -> PrefixCache:
         """A cache built from stored ``hidden_states[L - k_top]`` (e.g. read back from disk), no bottom pass.
 
@@ -240,14 +248,12 @@ class PrefixCache:
     def _rows(self, rows: Any) -> Any:
         if rows is None or isinstance(rows, slice):
             return slice(None) if rows is None else rows
-        idx = torch.as_tensor(np.asarray(rows) if not isinstance(rows, torch.Tensor) else rows)
-        if idx.dtype == torch.bool:
+        idx = rows if isinstance(rows, torch.Tensor) else torch.as_tensor(np.asarray(rows))
+        if idx.dtype == torch.bool:  # a mask of rows
             idx = torch.nonzero(idx)[:, 0]
-        idx = idx.long().reshape(-1)
-        if idx.numel() == 0 or bool(((idx < 0) | (idx >= len(self))).any()):
-            raise InputError(f"PrefixCache rows must be indices in [0, {len(self) - 1}]. Got {idx.tolist()}.")
-        return idx
+        return torch.as_tensor(_row_indices(idx, len(self), owner="PrefixCache"))
 
+    @takes_any(rows=_ROWS)
     def hidden_out(self, rows: Sequence[int] | Any = None) -> Any:
         """Final normed hidden states ``[n, T, d]`` of the chosen rows (differentiable through the top K)."""
         r = self._rows(rows)
@@ -260,6 +266,7 @@ class PrefixCache:
             self.start,
         )
 
+    @takes_any(rows=_ROWS, positions='None, "last" or a bool mask [n, T]: checked in the body on this per-step path')
     def forward(self, rows: Sequence[int] | Any = None, *, positions: Any = None) -> Any:
         """Logits of the chosen rows, computed through the top ``k_top`` blocks only.
 
@@ -274,11 +281,13 @@ class PrefixCache:
         from trustlab.llm._batching import last_positions
         from trustlab.llm.scoring import head_logits
 
+        if isinstance(positions, str) and positions != "last":
+            validate_value("PrefixCache.forward", "positions", positions, [Options(("last",)), None], noun="argument")
         r = self._rows(rows)
         h = self.hidden_out(r)
         if positions is None:
             return head_logits(self.model, h)
-        if isinstance(positions, str) and positions == "last":
+        if isinstance(positions, str):
             lp = last_positions(self.attention_mask[r]).to(h.device)
             return head_logits(self.model, h[torch.arange(h.shape[0], device=h.device), lp])
         mask = torch.as_tensor(positions).bool()

@@ -19,11 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.core.arguments import validate_args
-from trustlab.core.constraints import Interval, Satisfies
+from trustlab.core._declare import takes_any
+from trustlab.core.arguments import PATH, validate_args
+from trustlab.core.constraints import Boolean, InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import AssetNotFoundError, ConfigError, InputError
 from trustlab.core.hashing import content_hash
 from trustlab.core.optional import require
+from trustlab.llm._argrules import _row_indices
 from trustlab.llm.adapters import is_adapted, weights_fingerprint
 from trustlab.llm.policy import PolicyForward
 from trustlab.llm.sites import unwrap
@@ -33,6 +35,9 @@ torch = require("torch", purpose="trustlab.llm ReferenceCache")
 __all__ = ["ReferenceCache"]
 
 _FORMAT = "1"
+_MODEL = Satisfies(lambda m: isinstance(m, torch.nn.Module), "a torch causal LM", invalid=["not-a-model"])
+#: rows/topk run every training step: no validate_args wrapper there, the body checks the indices
+_ROWS = "row indices: checked in the body (integer indices in [0, N)) on this per-step path"
 
 
 @dataclass
@@ -69,9 +74,9 @@ class ReferenceCache:
     @validate_args(
         _example=lambda: {"forward": _example_forward()},
         forward=[PolicyForward],
-        reference=[Satisfies(lambda m: isinstance(m, torch.nn.Module), "a torch causal LM",
-                             invalid=["not-a-model"]), None],
+        reference=[_MODEL, None],
         top_k=[Interval(int, 0, None)],
+        per_token=[Boolean()],
         batch_size=[Interval(int, 1, None)],
         cache_dir=[str, os.PathLike, None],
     )
@@ -148,24 +153,24 @@ class ReferenceCache:
         return cache
 
     # ------------------------------------------------------------------------------------------- use
+    @takes_any(rows=_ROWS)
     def rows(self, rows: Any) -> tuple[Any, Any]:
         """``(sum, n_tokens)`` of ``rows`` as tensors."""
-        idx = torch.as_tensor(np.asarray(rows, dtype=np.int64).reshape(-1))
+        idx = torch.as_tensor(_row_indices(rows, len(self), owner="ReferenceCache.rows", allow_empty=True))
         return self.sum[idx], self.n_tokens[idx]
 
+    @takes_any(rows=_ROWS)
     def topk(self, rows: Any) -> tuple[Any, Any]:
         """Top-k reference ids and log-probs ``[n_tokens_of_rows, k]`` of ``rows``, in row order."""
         if self.topk_ids is None:
             raise ConfigError("This ReferenceCache holds no top-k distribution; compute it with top_k > 0.")
         if self._offsets is None:
             self._offsets = torch.cat([torch.zeros(1, dtype=torch.long), self.n_tokens.cumsum(0)])
-        idx = np.asarray(rows, dtype=np.int64).reshape(-1)
+        idx = _row_indices(rows, len(self), owner="ReferenceCache.topk")
         sel = torch.cat([torch.arange(int(self._offsets[i]), int(self._offsets[i + 1])) for i in idx])
         return self.topk_ids[sel], self.topk_logps[sel]
 
-    @validate_args(forward=[PolicyForward],
-                   reference=[Satisfies(lambda m: isinstance(m, torch.nn.Module), "a torch causal LM",
-                                        invalid=["not-a-model"]), None])
+    @validate_args(forward=[PolicyForward], reference=[_MODEL, None])
     def check(self, forward: PolicyForward, *, reference: Any = None) -> None:
         """Raise InputError unless this cache belongs to ``forward``'s tokens and reference weights."""
         ref_model = forward.model if reference is None else reference
@@ -173,6 +178,7 @@ class ReferenceCache:
                                     "model": weights_fingerprint(ref_model)}, "this ReferenceCache")
 
     # ---------------------------------------------------------------------------------------- files
+    @validate_args(path=[PATH])
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the cache as one safetensors file (atomically); the fingerprint goes in its metadata."""
         from safetensors.torch import save_file
@@ -187,6 +193,8 @@ class ReferenceCache:
         return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
 
     @classmethod
+    @validate_args(path=[PATH], forward=[PolicyForward, None], reference=[_MODEL, None],
+                   expected=[InstanceOf(dict), None])
     def load(cls, path: str | os.PathLike[str], *, forward: PolicyForward | None = None, reference: Any = None,
              expected: dict[str, str] | None = None) -> ReferenceCache:
         """Read a cache written by :meth:`save`; with ``forward`` (or ``expected``) a stale one is refused."""

@@ -23,9 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.core._declare import takes_any
 from trustlab.core.arguments import ArrayLike, SequenceOf, validate_args
 from trustlab.core.constraints import NO_EXAMPLE, Constraint, InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError
+from trustlab.llm._argrules import ID_SEQUENCES
+
+#: why a rule's ``is_satisfied_by`` takes any value: testing values is what a rule does
+_RULE_INPUT = "a rule tests any value"
 
 __all__ = ["TorchModule", "LanguageModel", "Tokenizer", "TEXTS_OR_IDS", "TEXTS", "SITES", "TOKEN_IDS", "MASK", "POSITIVE_INT",
            "check_token_ids"]
@@ -52,6 +57,7 @@ def _example_model() -> Any:
 class TorchModule(Constraint):
     """Any ``torch.nn.Module`` (the functions that inspect an architecture explain what they support)."""
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         return _is_module(value)
 
@@ -71,6 +77,7 @@ class TorchModule(Constraint):
 class LanguageModel(TorchModule):
     """A loaded causal language model: a ``torch.nn.Module`` with a ``config`` (transformers or PEFT)."""
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         return _is_module(value) and hasattr(value, "config")
 
@@ -93,6 +100,7 @@ def _example_tokenizer() -> Any:
 class Tokenizer(Constraint):
     """A tokenizer: callable on texts, with ``encode`` (a transformers tokenizer, e.g. from load_tokenizer)."""
 
+    @takes_any(value=_RULE_INPUT)
     def is_satisfied_by(self, value: Any) -> bool:
         return callable(value) and callable(getattr(value, "encode", None)) and not isinstance(value, type)
 
@@ -181,7 +189,7 @@ def _vocab_size(model: Any) -> int | None:
     return int(size) if isinstance(size, numbers.Integral) else None
 
 
-@validate_args(model=[LanguageModel()], seqs="no_validation", owner=[InstanceOf(str)], name=[InstanceOf(str)])
+@validate_args(model=[LanguageModel()], seqs=[ID_SEQUENCES], owner=[InstanceOf(str)], name=[InstanceOf(str)])
 def check_token_ids(model: Any, seqs: Sequence[Sequence[int]] | Any, *, owner: str, name: str = "inputs") -> None:
     """Raise :class:`InputError` when a token id is negative or not below the model's vocabulary size.
 

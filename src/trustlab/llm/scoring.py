@@ -20,6 +20,7 @@ from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.constraints import Boolean, InstanceOf, Options
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
+from trustlab.llm._argrules import HIDDEN, HIDDEN_ANY
 from trustlab.llm._batching import (
     position_ids_from_mask,
 )
@@ -76,7 +77,7 @@ class KLResult:
     per_sequence: np.ndarray
 
 
-@validate_args(model=[LanguageModel()], hidden="no_validation", token_ids=[TOKEN_IDS, None])
+@validate_args(model=[LanguageModel()], hidden=[HIDDEN_ANY], token_ids=[TOKEN_IDS, None])
 def head_logits(model: Any, hidden: Any, token_ids: Any = None) -> Any:
     """Apply the LM head to final (normed) hidden states, optionally for a few vocabulary entries only.
 
@@ -119,7 +120,7 @@ def _final_hidden(model: Any, input_ids: Any, attention_mask: Any) -> Any:
     return out.last_hidden_state
 
 
-@validate_args(model=[LanguageModel()], hidden="no_validation", input_ids=[TOKEN_IDS], response_mask=MASK[:1])
+@validate_args(model=[LanguageModel()], hidden=[HIDDEN], input_ids=[TOKEN_IDS], response_mask=MASK[:1])
 def gather_logprobs(model: Any, hidden: Any, input_ids: Any, response_mask: Any) -> Any:
     """Log-prob of each scored token from final hidden states, head applied at scored positions only.
 
@@ -383,7 +384,7 @@ def sequential_kl(
     -------
     >>> import torch
     >>> from trustlab.llm import tiny_random_llama
-    >>> m1, _ = tiny_random_llama(seed=0); m2, _ = tiny_random_llama(seed=1)
+    >>> m1, _ = tiny_random_llama(random_state=0); m2, _ = tiny_random_llama(random_state=1)
     >>> kl = sequential_kl(m1, m2, torch.tensor([[5, 6, 7, 8]]))
     >>> bool(kl.per_sequence[0] > 0)
     True

@@ -27,6 +27,7 @@ from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.optional import require
 from trustlab.core.seeding import check_random_state, isolated_global_rng, spawn_seed, thread_settings
 from trustlab.core.threads import limit_threads, preserve_torch_threads
+from trustlab.llm._argrules import BETAS
 from trustlab.llm.loading import resolve_device as _resolve_device
 from trustlab.llm.objectives import SFTObjective, StepOutput
 from trustlab.llm.sites import model_device, unwrap
@@ -64,6 +65,7 @@ class FitHistory:
     def n_steps(self) -> int:
         return len(self.loss)
 
+    @validate_args(warmup=[Interval(int, 0, None)])
     def median_step_time(self, warmup: int = 2) -> float:
         """Median seconds per optimizer step after the first ``warmup`` steps."""
         from trustlab.llm.resources import median_step_time
@@ -133,7 +135,7 @@ def _item_stream(n: int, rng: np.random.Generator) -> Any:
     objective=[Satisfies(_objective_ok, "an objective (callable with an int n_items >= 1)", invalid=["loss", 3])],
     steps=[Interval(int, 1, None), None], epochs=[Interval(float, 0, None, closed="neither")],
     batch_size=[Interval(int, 1, None)], lr=[Interval(float, 0, None, closed="neither")],
-    weight_decay=[Interval(float, 0, None)], betas="no_validation", warmup_steps=[Interval(int, 0, None)],
+    weight_decay=[Interval(float, 0, None)], betas=[BETAS], warmup_steps=[Interval(int, 0, None)],
     schedule=[Options(("constant", "linear", "cosine"))], grad_accum=[Interval(int, 1, None)],
     max_grad_norm=[Interval(float, 0, None, closed="neither"), None], eval_every=[Interval(int, 1, None), None],
     evaluate=[CallableRule(), None], eval_at_start=[Boolean()], monitor=[str, None], mode=[Options(("max", "min"))],
