@@ -388,7 +388,7 @@ def test_fit_reference_estimators_complementary_halves():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 3))
     y = (X[:, 0] > 0).astype(int)
-    refs = fit_reference_estimators(LogisticRegression(), X, y, 4, seed=1)
+    refs = fit_reference_estimators(LogisticRegression(), X, y, 4, random_state=1)
     assert refs.logits.shape == (4, 60, 2) and np.all(refs.in_mask.sum(0) == 2)
     assert np.all(refs.in_mask[0] ^ refs.in_mask[1])
     with pytest.raises(TrustlabError, match="must be even"):

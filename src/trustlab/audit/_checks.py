@@ -143,14 +143,14 @@ def _membership(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
     pick, cap_note = cap_rows(len(member), int(s["max_rows"]), a.seed, salt=3)
     X, y, member = np.vstack([a.R_train, a.R_test])[pick], np.r_[a.y_train, a.y_test][pick], member[pick]
     logits = np.log(np.clip(a.proba(X), 1e-6, 1.0))
-    refs = fit_reference_estimators(a.estimator, X, y, int(s["n_reference"]), seed=a.seed,
+    refs = fit_reference_estimators(a.estimator, X, y, int(s["n_reference"]), random_state=a.seed,
                                     show_progress=a.progress)
     attacks = {"rmia": rmia_scores(logits, refs, y, np.arange(len(y))), "threshold_loss": threshold_scores(logits, y, "loss")}
     metrics: dict[str, float] = {}
     fig = Figure(figsize=(4.8, 3.6), dpi=100, layout="constrained")
     ax = fig.add_subplot()
     for name, score in attacks.items():
-        auc = mia_auc(score[member], score[~member], balanced=True, seed=a.seed) / 100.0
+        auc = mia_auc(score[member], score[~member], balanced=True, random_state=a.seed) / 100.0
         fpr, tpr, _ = roc_curve(member, score)
         metrics[f"membership_auc_{name}"] = auc
         metrics[f"membership_tpr_at_fpr_{name}"] = float(np.interp(s["fpr"], fpr, tpr))
