@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import inspect
 
-import pytest
-
 from trustlab.core.arguments import declared_args
 from trustlab.testing.functions import (
     invalid_calls,

@@ -16,8 +16,8 @@ import numpy as np
 
 from trustlab.core.arguments import SequenceOf
 from trustlab.core.constraints import Interval, Options
-from trustlab.core.roles import Auditor
 from trustlab.core.exceptions import InputError
+from trustlab.core.roles import Auditor
 from trustlab.core.validation import check_X_y
 from trustlab.methods.xhacking._controls import pipeline_controls
 from trustlab.methods.xhacking._data import redundancy
