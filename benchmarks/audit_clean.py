@@ -1,7 +1,9 @@
 """Clean-data false flags of ``trustlab audit`` (issue 42): every check with its default settings on tables with no
 planted problem, and the planted table for contrast.
 
-Run: ``python benchmarks/audit_clean.py [--out f.json] [--tables clean,synthetic,breast_cancer,wine,digits,planted]``.
+Run: ``python benchmarks/audit_clean.py [--out f.json] [--tables clean,synthetic,breast_cancer,wine,digits,planted]``;
+``--task regression``: the regression tables (``diabetes``, ``make_regression``, ``friedman1`` and the held-out seed-1
+copies of the two generators) with ``RandomForestRegressor(n_estimators=50, min_samples_leaf=10)``.
 
 Tables: the shipped ``example:clean``; ``synthetic``: sklearn's ``make_classification`` (2,000 rows, 20 features, 6
 informative, 4 redundant, ``flip_y=0.02``, seed 0: an ordinary table with 2 % label noise and class overlap); sklearn's
@@ -20,11 +22,14 @@ import time
 
 SPEC = "sklearn.ensemble.RandomForestClassifier(n_estimators=50, min_samples_leaf=10)"
 TABLES = ("clean", "synthetic", "breast_cancer", "wine", "digits", "planted", "iris", "synthetic_seed1")
+REG_SPEC = "sklearn.ensemble.RandomForestRegressor(n_estimators=50, min_samples_leaf=10)"
+REG_TABLES = ("diabetes", "regression", "friedman1", "regression_seed1", "friedman1_seed1")
 #: the numbers shown per check in the table
 KEYS = {"data_quality": "suspect_label_share", "leakage": "leakage_gap", "membership": "membership_auc",
         "membership_lower": "membership_auc_lower",
         "multiplicity": "arbitrariness", "explanation_stability": "unstable_features",
-        "explanation_controls": "controls_failed", "calibration": "calibration_ece", "drift": "domain_auc"}
+        "explanation_controls": "controls_failed", "calibration": "calibration_ece", "drift": "domain_auc",
+        "range_tol_to_flag": "range_tol_to_flag"}
 
 
 def load(name: str):
@@ -36,6 +41,14 @@ def load(name: str):
     if name in ("clean", "planted"):
         df = read_table(f"example:{name}")
         return df.drop(columns="y"), df["y"]
+    seed = 1 if name.endswith("seed1") else 0
+    if name.startswith(("regression", "friedman1")):
+        if name.startswith("regression"):
+            X, y = datasets.make_regression(n_samples=2000, n_features=20, n_informative=6, noise=10.0,
+                                            random_state=seed)
+        else:
+            X, y = datasets.make_friedman1(n_samples=2000, noise=1.0, random_state=seed)
+        return pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]), pd.Series(y, name="y")
     if name.startswith("synthetic"):
         X, y = datasets.make_classification(n_samples=2000, n_features=20, n_informative=6, n_redundant=4,
                                             flip_y=0.02, random_state=1 if name.endswith("seed1") else 0)
@@ -46,17 +59,20 @@ def load(name: str):
 
 def main() -> tuple[dict, str | None]:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tables", default=",".join(TABLES))
+    ap.add_argument("--tables", default=None)
+    ap.add_argument("--task", choices=("classification", "regression"), default="classification")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     from trustlab.audit import audit
 
     out = {}
-    for name in args.tables.split(","):
+    regression = args.task == "regression"
+    for name in (args.tables or ",".join(REG_TABLES if regression else TABLES)).split(","):
         X, y = load(name)
         t0 = time.perf_counter()
-        rep = audit(SPEC, X, y, random_state=0)
-        out[name] = {"rows": len(X), "features": X.shape[1], "classes": int(y.nunique()), "flagged": rep.flagged,
+        rep = audit(REG_SPEC if regression else SPEC, X, y, random_state=0)
+        out[name] = {"rows": len(X), "features": X.shape[1], "classes": None if regression else int(y.nunique()),
+                     "flagged": rep.flagged,
                      "wall_time_s": round(time.perf_counter() - t0, 1),
                      "status": {c.name: c.status for c in rep.checks},
                      "numbers": {k: rep.metrics.get(m) for k, m in KEYS.items()},

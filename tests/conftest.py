@@ -88,3 +88,31 @@ def smollm2():
     from trustlab.llm import load_model
 
     return load_model("smollm2-135m-instruct")
+
+
+# -- shared audit fixture (tests/test_audit.py and tests/test_audit_regression.py) ---------------------
+@pytest.fixture
+def audit_skops_cli(tmp_path):
+    """``audit_skops_cli(train, test, model, *extra) -> (CliResult, report dict)``: writes the split as CSV,
+    saves the fitted model with skops, and runs ``trustlab audit`` on them from the CLI (target column y)."""
+    import json
+
+    def run(train, test, model, *extra):
+        import skops.io as sio
+        from typer.testing import CliRunner
+
+        from trustlab.cli._app import app
+
+        train.to_csv(tmp_path / "train.csv", index=False)
+        test.to_csv(tmp_path / "test.csv", index=False)
+        sio.dump(model, tmp_path / "model.skops")
+        trust = [a for t in sio.get_untrusted_types(file=tmp_path / "model.skops") for a in ("--trust-type", t)]
+        res = CliRunner().invoke(app, ["audit", "--data", str(tmp_path / "train.csv"), "--test",
+                                       str(tmp_path / "test.csv"), "--target", "y", "--model",
+                                       str(tmp_path / "model.skops"), *trust, *extra, "--no-progress",
+                                       "--out", str(tmp_path / "out")])
+        assert res.exit_code in (0, 1), res.output
+        assert (tmp_path / "out" / "report.html").is_file()
+        return res, json.loads((tmp_path / "out" / "report.json").read_text())
+
+    return run

@@ -418,3 +418,26 @@ def test_knn_shapley_matches_pydvl_when_available(tmp_path):
     theirs = np.load(tmp_path / "out.npz")["values"]
     assert np.max(np.abs(knn_shapley(X, y, Xv, yv, k=5) - theirs)) <= 1e-10
     assert sys.modules.get("pydvl") is None  # never imported into trustlab's process
+
+
+def test_near_duplicates_in_many_features_match_a_brute_force_search():
+    """Above 15 features sklearn's 'auto' search is brute force (O(n^2)); find_duplicates uses a k-d tree, which must
+    find the same groups."""
+    from sklearn.neighbors import NearestNeighbors
+
+    from trustlab.methods.licensing import find_duplicates
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 20))
+    X[1500:1600] = X[:100] + rng.uniform(-1e-3, 1e-3, size=(100, 20))
+    y = rng.integers(0, 2, 2000)
+    y[1500:1550] = y[:50]
+    got = find_duplicates(X, y, mode="near", tol=1e-3)
+    neigh = NearestNeighbors(radius=1e-3, metric="chebyshev", algorithm="brute").fit(X).radius_neighbors(
+        X, return_distance=False)
+    leader, is_leader = np.arange(len(X)), np.zeros(len(X), bool)
+    for i in range(len(X)):
+        cands = [j for j in neigh[i] if j < i and is_leader[j] and y[j] == y[i]]
+        leader[i] = min(cands) if cands else i
+        is_leader[i] = not cands
+    assert np.array_equal(got.leader, leader) and got.n_duplicates >= 50

@@ -13,7 +13,7 @@ import numpy as np
 from trustlab.audit._checks import CHECKS, DEFAULTS, AuditInputs, run_check
 from trustlab.audit._gate import AuditCrashError, evaluate_fail_on, parse_fail_on
 from trustlab.audit._report import AuditReport
-from trustlab.audit._table import TableModel, TableSchema
+from trustlab.audit._table import TableModel, TableRegressor, TableSchema
 from trustlab.core.arguments import SequenceOf, validate_args
 from trustlab.core.constraints import InstanceOf, Interval, Satisfies
 from trustlab.core.exceptions import InputError, did_you_mean
@@ -88,28 +88,45 @@ def _rows(X: Any, y: Any, X_test: Any, y_test: Any, feature_names: Any) -> tuple
     return schema, np.vstack([R, Rt]), np.r_[y, yt], len(R)
 
 
-def _model(model: Any, schema: TableSchema, R: np.ndarray, y: np.ndarray, classes: list[Any]
-           ) -> tuple[TableModel, TableModel | None, bool]:
+def _estimator(model: Any) -> tuple[Any, str]:
+    """The estimator (a spec string parsed) and its task: ``"regression"`` for a scikit-learn regressor (a
+    ``Pipeline`` ending in one) or a model with ``predict`` but no ``predict_proba``, else ``"classification"``."""
+    from sklearn.base import is_regressor
+
+    from trustlab.audit._inputs import parse_estimator
+
+    est = parse_estimator(model) if isinstance(model, str) else model
+    try:
+        regressor = bool(is_regressor(est))
+    except Exception:  # noqa: BLE001 - not a scikit-learn estimator (a torch wrapper): decided by its methods
+        regressor = False
+    regressor = regressor or (hasattr(est, "predict") and not hasattr(est, "predict_proba"))
+    return est, "regression" if regressor else "classification"
+
+
+def _model(model: Any, schema: TableSchema, R: np.ndarray, y: np.ndarray, classes: list[Any], task: str
+           ) -> tuple[Any, Any, bool]:
     """The fitted model on model codes, its refittable twin (None when it cannot be cloned) and whether the
     audit fitted it. A model that raises while fitting is an :class:`AuditCrashError` (exit 3)."""
     from sklearn.base import clone
 
-    from trustlab.audit._inputs import parse_estimator
-
     spec = isinstance(model, str)
-    est = parse_estimator(model) if spec else model
-    if not (hasattr(est, "predict_proba") and (hasattr(est, "fit") or _is_fitted(est))):
-        raise InputError(f"The 'model' argument of audit must be a classifier with predict_proba (a scikit-learn "
-                         f"estimator or pipeline, a spec string, or a TorchClassifier). Got {type(est).__name__}.")
+    est, _ = _estimator(model)
+    verb = "predict_proba" if task == "classification" else "predict"
+    if not (hasattr(est, verb) and (hasattr(est, "fit") or _is_fitted(est))):
+        raise InputError(f"The 'model' argument of audit must be a classifier with predict_proba or a regressor with "
+                         f"predict (a scikit-learn estimator or pipeline, a spec string, or a TorchClassifier). Got "
+                         f"{type(est).__name__}.")
+    wrap = TableModel if task == "classification" else TableRegressor
     if spec or not _is_fitted(est):
-        twin = TableModel(clone(est), schema)
+        twin = wrap(clone(est), schema)
         try:
             return clone(twin).fit(R, y), twin, True
         except Exception as exc:  # noqa: BLE001 - the user's estimator failed: exit 3, named
             raise AuditCrashError(f"The model raised while fitting on the training rows: {type(exc).__name__}: "
                                   f"{exc}{_hint(schema)}") from exc
     try:
-        twin = TableModel(clone(est), schema)
+        twin = wrap(clone(est), schema)
     except Exception:  # noqa: BLE001 - not clonable (a torch wrapper): checks that refit are skipped
         twin = None
     n_in = getattr(est, "n_features_in_", None)
@@ -117,6 +134,8 @@ def _model(model: Any, schema: TableSchema, R: np.ndarray, y: np.ndarray, classe
         raise InputError(f"The 'model' argument of audit expects {n_in} features (n_features_in_) but the data has "
                          f"{len(schema.columns)} columns ({schema.columns[:10]}). Pass the table the model was "
                          "trained on.")
+    if task == "regression":
+        return wrap.fitted(est, schema), twin, False
     unknown = [c for c in classes if c not in list(getattr(est, "classes_", classes))]
     if unknown:
         raise InputError(f"The 'y' argument of audit has label(s) {unknown[:5]} the model does not predict "
@@ -140,15 +159,11 @@ def _prepare(model: Any, X: Any, y: Any, X_test: Any, y_test: Any, feature_names
     from sklearn.model_selection import train_test_split
 
     schema, R_all, y_all, n_train = _rows(X, y, X_test, y_test, feature_names)
-    if y_all.dtype.kind == "f" and not np.all(y_all == np.round(y_all)):
-        raise InputError(f"The 'y' argument of audit must hold class labels; it holds {len(np.unique(y_all))} distinct "
-                         "non-integer numbers (a regression target), and the audit supports classifiers only.")
-    classes = sorted(np.unique(y_all).tolist())
-    if len(classes) < 2:
-        raise InputError(f"The 'y' argument of audit must have at least two classes. Got only {classes!r}.")
+    task = _estimator(model)[1]
+    y_all, classes = _target(y_all, task)
     if X_test is None:
         counts = np.unique(y_all, return_counts=True)[1]
-        strat = y_all if counts.min() >= 2 else None
+        strat = y_all if task == "classification" and counts.min() >= 2 else None
         tr, te = train_test_split(np.arange(len(y_all)), test_size=test_size, random_state=seed % 2**31, stratify=strat)
         tr, te = np.sort(tr), np.sort(te)
     else:
@@ -157,13 +172,37 @@ def _prepare(model: Any, X: Any, y: Any, X_test: Any, y_test: Any, feature_names
     n_missing = int(np.isnan(R_all).sum())
     if np.isnan(R_all).any():  # the methods need finite arrays: missing values as codes that decode back to NaN
         R_all, schema = schema.with_sentinels(R_all)
-    fitted, twin, fitted_by_us = _model(model, schema, R_all[tr], y_all[tr], classes)
-    enc = np.searchsorted(np.asarray(classes), y_all)
-    info = {"names": names, "columns": schema.columns, "classes": classes, "tr": tr, "te": te,
+    fitted, twin, fitted_by_us = _model(model, schema, R_all[tr], y_all[tr], classes, task)
+    enc = np.searchsorted(np.asarray(classes), y_all) if task == "classification" else y_all
+    info = {"names": names, "columns": schema.columns, "classes": classes, "tr": tr, "te": te, "task": task,
             "fitted_by_us": fitted_by_us, "schema": schema, "R": R_all, "n_missing": n_missing,
             "membership_known": fitted_by_us or X_test is not None, "split": (
                 f"random {1 - test_size:.0%}/{test_size:.0%} split, seed {seed}" if X_test is None else "given test table")}
     return fitted, twin, {"X": Z, "y": enc, **info}
+
+
+def _target(y: np.ndarray, task: str) -> tuple[np.ndarray, list[Any]]:
+    """The target checked for the task, and the sorted class labels (none for regression)."""
+    if task == "regression":
+        try:
+            values = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError("The 'y' argument of audit must hold numbers for a regressor. Got values of dtype "
+                             f"{np.asarray(y).dtype} (e.g. {np.asarray(y).ravel()[:3].tolist()}).") from None
+        if not np.isfinite(values).all():
+            raise InputError(f"The 'y' argument of audit must be finite for a regressor. Got "
+                             f"{int((~np.isfinite(values)).sum())} NaN or infinite value(s).")
+        if len(np.unique(values)) < 2:
+            raise InputError(f"The 'y' argument of audit must vary for a regressor. Got the constant {values[0]!r}.")
+        return values, []
+    if y.dtype.kind == "f" and not np.all(y == np.round(y)):
+        raise InputError(f"The 'y' argument of audit must hold class labels for a classifier; it holds "
+                         f"{len(np.unique(y))} distinct non-integer numbers (a regression target): pass a regressor, "
+                         "e.g. 'sklearn.ensemble.RandomForestRegressor()', to audit it as regression.")
+    classes = sorted(np.unique(y).tolist())
+    if len(classes) < 2:
+        raise InputError(f"The 'y' argument of audit must have at least two classes. Got only {classes!r}.")
+    return y, classes
 
 
 def _describe(model: Any) -> str:
@@ -180,8 +219,9 @@ _LABELS = Satisfies(lambda v: getattr(v, "ndim", np.ndim(v) if isinstance(v, lis
 
 @validate_args(
     _example=lambda: {"model": "sklearn.linear_model.LogisticRegression()", "X": np.eye(6), "y": np.array([0, 1] * 3)},
-    model=[Satisfies(lambda m: isinstance(m, str) or hasattr(m, "predict_proba"),
-                     "a classifier with predict_proba or an estimator spec string", invalid=[3, None, object()])],
+    model=[Satisfies(lambda m: isinstance(m, str) or hasattr(m, "predict_proba") or hasattr(m, "predict"),
+                     "a classifier with predict_proba, a regressor with predict or an estimator spec string",
+                     invalid=[3, None, object()])],
     X=[_TABLE], y=[_LABELS], X_test=[None, _TABLE], y_test=[None, _LABELS],
     checks=[InstanceOf(str), SequenceOf(InstanceOf(str))], settings=[None, InstanceOf(dict)],
     fail_on=[InstanceOf(str), SequenceOf(InstanceOf(str))], test_size=[Interval(float, 0, 1, closed="neither")],
@@ -193,7 +233,7 @@ def audit(model: Any, X: Any, y: Any, *, X_test: Any = None, y_test: Any = None,
           test_size: float = 0.3, feature_names: Sequence[str] | None = None, executor: Executor | None = None,
           sensitive: Sequence[str] = (), progress: bool = False, command: str = "", random_state: Any = 0
           ) -> AuditReport:
-    """Audit a classifier and its data with every applicable check (see ``CHECKS`` and docs/audit.md).
+    """Audit a classifier or a regressor and its data with every applicable check (see ``CHECKS``, docs/audit.md).
 
     Parameters
     ----------
@@ -240,7 +280,7 @@ def audit(model: Any, X: Any, y: Any, *, X_test: Any = None, y_test: Any = None,
         data={"n_train": len(tr), "n_test": len(te), "n_features": len(d["columns"]), "features": d["columns"],
               "encoded_features": len(d["names"]), "categorical": [c for c, k in zip(d["columns"], d["schema"].kinds)
                                                                    if k == "categorical"],
-              "missing_values": d["n_missing"], "classes": d["classes"], "split": d["split"],
+              "missing_values": d["n_missing"], "task": d["task"], "classes": d["classes"], "split": d["split"],
               "target": getattr(y, "name", None) or "y"},
         provenance=_provenance(command, seed, d, time.perf_counter() - t0, names))
     report.policy = [str(r) for r in rules]
@@ -273,7 +313,9 @@ def _inputs(fitted: TableModel, twin: TableModel | None, d: dict[str, Any], seed
     """What the checks see; the model's held-out accuracy (a model that raises here is an AuditCrashError)."""
     tr, te, schema = d["tr"], d["te"], d["schema"]
     same_space = len(d["names"]) == len(d["columns"]) and not schema.has_categoricals
-    inputs = AuditInputs(model=_Encoded(fitted, d["classes"], same_space), estimator=twin, X_train=d["X"][tr],
+    model = _Encoded(fitted, d["classes"], same_space) if d["task"] == "classification" else \
+        _EncodedRegressor(fitted, same_space)
+    inputs = AuditInputs(model=model, estimator=twin, X_train=d["X"][tr], task=d["task"],
                          y_train=d["y"][tr], X_test=d["X"][te], y_test=d["y"][te], feature_names=d["names"],
                          classes=list(range(len(d["classes"]))), seed=seed, membership_known=d["membership_known"],
                          train_rows=tr, test_rows=te, progress=progress)
@@ -281,7 +323,12 @@ def _inputs(fitted: TableModel, twin: TableModel | None, d: dict[str, Any], seed
     plain = same_space and not d["n_missing"] and type(fitted.estimator_).__name__ != "Pipeline"
     inputs.raw_model = fitted.estimator_ if plain else None  # tree explainers see the user's own trees
     try:
-        inputs.model_accuracy = float(np.mean(inputs.proba(inputs.R_test).argmax(1) == inputs.y_test))
+        if d["task"] == "classification":
+            inputs.model_accuracy = float(np.mean(inputs.proba(inputs.R_test).argmax(1) == inputs.y_test))
+        else:
+            inputs.model_r2 = _r2(inputs.y_test, inputs.predict(inputs.R_test))
+    except AuditCrashError:
+        raise
     except Exception as exc:  # noqa: BLE001 - the user's model failed: exit 3, named
         raise AuditCrashError(f"The model raised while predicting the held-out rows: {type(exc).__name__}: {exc}"
                               ) from exc
@@ -310,6 +357,29 @@ class _Encoded:
 
     def predict(self, X: Any) -> np.ndarray:
         return self.predict_proba(X).argmax(1)
+
+
+class _EncodedRegressor:
+    """The user's regressor on model codes, with its feature importances where they index the data encoding."""
+
+    def __init__(self, model: Any, same_space: bool = True):
+        self.inner = model
+        imp = getattr(getattr(model, "estimator_", model), "feature_importances_", None)
+        if imp is not None and same_space:
+            self.feature_importances_ = imp
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.asarray(self.inner.predict(X), dtype=np.float64).reshape(len(X))
+
+
+def _r2(y: np.ndarray, pred: np.ndarray) -> float:
+    from sklearn.metrics import r2_score
+
+    pred = np.asarray(pred, dtype=np.float64)
+    if not np.isfinite(pred).all():
+        raise AuditCrashError(f"The model predicted {int((~np.isfinite(pred)).sum())} NaN or infinite value(s) on the "
+                              "held-out rows.")
+    return float(r2_score(y, pred))
 
 
 def _provenance(command: str, seed: int, d: dict[str, Any], wall: float, names: list[str]) -> dict[str, Any]:

@@ -28,8 +28,8 @@ __all__ = ["AuditInputs", "CHECKS", "DEFAULTS", "METRICS", "run_check"]
 class AuditInputs:
     """What every check sees: the fitted model, an unfitted twin to refit (None when the model cannot be
     refitted), both on model codes ``R_train``/``R_test`` (the user's table, decoded inside the model), the data
-    encoding ``X_train``/``X_test`` (finite numbers, for the data checks) with labels encoded ``0..C-1``, and the
-    audit's seed."""
+    encoding ``X_train``/``X_test`` (finite numbers, for the data checks) with labels encoded ``0..C-1`` (a
+    regressor's numeric targets when ``task == "regression"``), and the audit's seed."""
 
     model: Any
     estimator: Any
@@ -50,6 +50,12 @@ class AuditInputs:
     R_test: Any = None
     schema: Any = None
     sensitive: dict[str, Any] = field(default_factory=dict)  # sensitive column -> its values on the held-out rows
+    task: str = "classification"  # or "regression": y_* are then the numeric targets and classes is empty
+    model_r2: float = field(default=float("nan"))  # a regressor's held-out R^2
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """A regressor's predictions (float64, one per row)."""
+        return np.asarray(self.model.predict(X), dtype=np.float64).reshape(len(X))
 
     def proba(self, X: np.ndarray) -> np.ndarray:
         """The model's probabilities with columns in the order of ``classes``."""
@@ -63,11 +69,11 @@ class AuditInputs:
 #: default settings of every check (``audit(..., settings={"membership": {"n_reference": 8}})`` overrides)
 DEFAULTS: dict[str, dict[str, Any]] = {
     "data_quality": {"near_tol": 1e-3, "max_suspect_share": 0.04, "cv": 5, "label_rows": 20000, "k": 5,
-                     "noise_quantile": 0.1, "knn_rows": 4000},
-    "leakage": {"tolerance": 0.015, "min_lift": 0.1},
+                     "noise_quantile": 0.1, "knn_rows": 4000, "residual_z": 4.0},
+    "leakage": {"tolerance": 0.015, "min_lift": 0.1, "regression_depth": 4},
     "membership": {"n_reference": 4, "max_auc": 0.6, "fpr": 0.01, "max_rows": 10000},
     "multiplicity": {"n_models": 5, "bootstrap": True, "max_arbitrariness": 0.17, "k": 8, "max_train_rows": 10000,
-                     "max_test_rows": 5000},
+                     "max_test_rows": 5000, "range_tol": 1.25},
     "explanation_stability": {"max_rows": 600, "n_features": 2, "n_explore": 6, "budget": 3, "eps": 0.01,
                               "top_k": 3, "n_explain": 30},
     "explanation_controls": {"n_rows": 40, "n_background": 30, "max_train_rows": 5000},
@@ -81,48 +87,63 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 #: metric names each check can report (``--fail-on`` knows a metric of a check that did not run is no typo)
 METRICS: dict[str, list[str]] = {
     "data_quality": ["duplicate_rows", "near_duplicate_rows", "conflicting_label_rows", "suspect_labels",
-                     "suspect_label_share", "knn_suspect_labels", "label_issue_knn_jaccard"],
-    "leakage": ["leakage_best_accuracy", "model_accuracy", "leakage_gap", "leaky_features"],
+                     "suspect_label_share", "knn_suspect_labels", "label_issue_knn_jaccard",
+                     "label_issue_cleanlab_jaccard"],
+    "leakage": ["leakage_best_accuracy", "model_accuracy", "leakage_best_r2", "model_r2", "leakage_gap",
+                "leaky_features"],
     "membership": ["membership_auc", "membership_auc_lower", "membership_auc_rmia", "membership_auc_threshold_loss",
-                   "membership_tpr_at_fpr_rmia", "membership_tpr_at_fpr_threshold_loss"],
-    "multiplicity": ["arbitrariness", "mean_prediction_std", "unstable_points", "accuracy_spread"],
+                   "membership_tpr_at_fpr_rmia", "membership_tpr_at_fpr_threshold_loss",
+                   "membership_auc_calibrated_loss", "membership_tpr_at_fpr_calibrated_loss"],
+    "multiplicity": ["arbitrariness", "mean_prediction_std", "unstable_points", "accuracy_spread", "range_tol_to_flag"],
     "explanation_stability": ["unstable_features", "defensible_pipelines"],
     "explanation_controls": ["controls_failed"],
     "interpretability_gap": ["sparse_tree_accuracy", "interpretability_gap"],
-    "calibration": ["calibration_ece", "calibration_ece_null95", "brier_score"],
+    "calibration": ["calibration_ece", "calibration_ece_null95", "brier_score", "calibration_slope", "residual_bias"],
     "drift": ["domain_auc", "drifted_features", "test_outside_support"],
     "fairness": ["fairness_worst_lower_bound"]}
 
 
 # -- target leakage: one feature, one split -------------------------------------------------------------------
+def _stump_scores(a: AuditInputs, s: dict[str, Any]) -> tuple[np.ndarray, float, float, str]:
+    """Held-out score of a tree on each feature alone (one split; for a regressor ``regression_depth`` levels, as one
+    split of a continuous target explains at most ~64 % of its variance), the no-feature baseline (majority class,
+    or the mean: R^2 0), the model's own score and the score's name (accuracy, or R^2 for a regressor)."""
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    regression = a.task == "regression"
+    stump = DecisionTreeRegressor if regression else DecisionTreeClassifier
+    depth = int(s["regression_depth"]) if regression else 1
+    scores = np.array([float(stump(max_depth=depth, random_state=0).fit(a.X_train[:, [j]], a.y_train)
+                             .score(a.X_test[:, [j]], a.y_test)) for j in range(a.X_train.shape[1])])
+    if regression:
+        return scores, 0.0, a.model_r2, "R^2"
+    return scores, float(np.mean(a.y_test == np.bincount(a.y_train).argmax())), a.model_accuracy, "accuracy"
+
+
 def _leakage(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
     from matplotlib.figure import Figure
-    from sklearn.tree import DecisionTreeClassifier
 
-    accs = []
-    for j in range(a.X_train.shape[1]):
-        stump = DecisionTreeClassifier(max_depth=1, random_state=0).fit(a.X_train[:, [j]], a.y_train)
-        accs.append(float(stump.score(a.X_test[:, [j]], a.y_test)))
-    accs_a = np.array(accs)
-    majority = float(np.mean(a.y_test == np.bincount(a.y_train).argmax()))
-    leaky = np.flatnonzero((accs_a >= a.model_accuracy - s["tolerance"]) & (accs_a >= majority + s["min_lift"]))
+    accs_a, baseline, model_score, unit = _stump_scores(a, s)
+    how = f"alone (a depth-{s['regression_depth']} tree)" if unit == "R^2" else "with one split"
+    leaky = np.flatnonzero((accs_a >= model_score - s["tolerance"]) & (accs_a >= baseline + s["min_lift"]))
     best = int(np.argmax(accs_a))
     names = [a.feature_names[j] for j in leaky]
-    headline = (f"feature(s) {names} alone reach {accs_a[leaky].max():.3f} with one split; the model reaches "
-                f"{a.model_accuracy:.3f}" if len(leaky) else
-                f"best single feature '{a.feature_names[best]}' reaches {accs_a[best]:.3f} with one split vs the "
-                f"model's {a.model_accuracy:.3f}")
-    fig = Figure(figsize=(6.4, 0.6 + 0.22 * len(accs)), dpi=100, layout="constrained")
+    headline = (f"feature(s) {names} reach {unit} {accs_a[leaky].max():.3f} {how}; the model reaches "
+                f"{model_score:.3f}" if len(leaky) else
+                f"best single feature '{a.feature_names[best]}' reaches {unit} {accs_a[best]:.3f} {how} vs the "
+                f"model's {model_score:.3f}")
+    fig = Figure(figsize=(6.4, 0.6 + 0.22 * len(accs_a)), dpi=100, layout="constrained")
     ax = fig.add_subplot()
-    ax.barh(a.feature_names, accs_a, color=["#c62828" if j in leaky else "#90a4ae" for j in range(len(accs))])
-    ax.axvline(a.model_accuracy, color="k", ls="--", label="model")
-    ax.axvline(majority, color="#888", ls=":", label="majority class")
-    ax.set_xlabel("held-out accuracy of a one-split tree on the feature")
+    ax.barh(a.feature_names, accs_a, color=["#c62828" if j in leaky else "#90a4ae" for j in range(len(accs_a))])
+    ax.axvline(model_score, color="k", ls="--", label="model")
+    ax.axvline(baseline, color="#888", ls=":", label="mean target" if unit == "R^2" else "majority class")
+    ax.set_xlabel(f"held-out {unit} of the feature {how}")
     ax.invert_yaxis()
     ax.legend(fontsize=8)
+    key = "r2" if unit == "R^2" else "accuracy"
     return _outcome("leakage", "flag" if len(leaky) else "ok", headline,
-                    metrics={"leakage_best_accuracy": float(accs_a[best]), "model_accuracy": a.model_accuracy,
-                             "leakage_gap": float(a.model_accuracy - accs_a[best]), "leaky_features": len(leaky)},
+                    metrics={f"leakage_best_{key}": float(accs_a[best]), f"model_{key}": model_score,
+                             "leakage_gap": float(model_score - accs_a[best]), "leaky_features": len(leaky)},
                     details=[f"leaky features: {names}"] if names else [], settings=s,
                     plots={"one_split": figure_png(fig)})
 
@@ -142,10 +163,18 @@ def _membership(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
     member = np.r_[np.ones(len(a.y_train), bool), np.zeros(len(a.y_test), bool)]
     pick, cap_note = cap_rows(len(member), int(s["max_rows"]), a.seed, salt=3)
     X, y, member = np.vstack([a.R_train, a.R_test])[pick], np.r_[a.y_train, a.y_test][pick], member[pick]
-    logits = np.log(np.clip(a.proba(X), 1e-6, 1.0))
-    refs = fit_reference_estimators(a.estimator, X, y, int(s["n_reference"]), random_state=a.seed,
-                                    show_progress=a.progress)
-    attacks = {"rmia": rmia_scores(logits, refs, y, np.arange(len(y))), "threshold_loss": threshold_scores(logits, y, "loss")}
+    if a.task == "regression":
+        from trustlab.audit._regression import membership_attacks
+
+        attacks, n_refs = membership_attacks(a, X, y, s)
+    else:
+        logits = np.log(np.clip(a.proba(X), 1e-6, 1.0))
+        refs = fit_reference_estimators(a.estimator, X, y, int(s["n_reference"]), random_state=a.seed,
+                                        show_progress=a.progress)
+        attacks = {"rmia": rmia_scores(logits, refs, y, np.arange(len(y))),
+                   "threshold_loss": threshold_scores(logits, y, "loss")}
+        n_refs = refs.n_models
+    main = next(iter(attacks))
     metrics: dict[str, float] = {}
     fig = Figure(figsize=(4.8, 3.6), dpi=100, layout="constrained")
     ax = fig.add_subplot()
@@ -160,17 +189,18 @@ def _membership(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
     ax.set_xlabel("false positive rate")
     ax.set_ylabel("true positive rate")
     ax.legend(fontsize=8)
-    worst = max(metrics["membership_auc_rmia"], metrics["membership_auc_threshold_loss"])
+    worst = max(metrics[f"membership_auc_{name}"] for name in attacks)
     lower = worst - 1.96 * _auc_se(worst, int(member.sum()), int((~member).sum()))
     metrics = {"membership_auc": worst, "membership_auc_lower": lower, **metrics}
     flagged = lower > s["max_auc"]
-    headline = (f"membership AUC {worst:.3f} (RMIA {metrics['membership_auc_rmia']:.3f}, loss threshold "
-                f"{metrics['membership_auc_threshold_loss']:.3f}), 95 % lower bound {lower:.3f} "
-                f"{'>' if flagged else '<='} {s['max_auc']}; TPR at "
-                f"{s['fpr']:.0%} FPR {metrics['membership_tpr_at_fpr_rmia']:.3f} (RMIA)")
+    label = {"rmia": "RMIA", "calibrated_loss": "calibrated loss", "threshold_loss": "loss threshold"}
+    headline = (f"membership AUC {worst:.3f} (" + ", ".join(f"{label[n]} {metrics[f'membership_auc_{n}']:.3f}"
+                                                           for n in attacks) +
+                f"), 95 % lower bound {lower:.3f} {'>' if flagged else '<='} {s['max_auc']}; TPR at "
+                f"{s['fpr']:.0%} FPR {metrics[f'membership_tpr_at_fpr_{main}']:.3f} ({label[main]})")
     return _outcome("membership", "flag" if flagged else "ok", headline, metrics=metrics, settings=s,
                     details=[f"{int(member.sum())} members (training rows) vs {int((~member).sum())} non-members (held-out "
-                             f"rows); {refs.n_models} reference models on complementary halves of these rows"]
+                             f"rows); {n_refs} reference models on complementary halves of these rows"]
                     + ([cap_note] if cap_note else []),
                     plots={"roc": figure_png(fig)})
 
@@ -198,6 +228,10 @@ def _multiplicity(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
 
     if a.estimator is None:
         return _skip("multiplicity", "needs refits of the model; this model cannot be refitted", s)
+    if a.task == "regression":
+        from trustlab.audit._regression import multiplicity
+
+        return multiplicity(a, s)
     aud = MultiplicityAudit(factory=_refit_factory(a.estimator), n_models=int(s["n_models"]),
                             bootstrap=bool(s["bootstrap"]), k=int(s["k"]), mc_masks=0, relative=True,
                             random_state=a.seed % 2**31)
@@ -239,6 +273,9 @@ def _explanation_stability(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
     from trustlab.core.optional import is_available
     from trustlab.methods.xhacking import XHackingAudit
 
+    if a.task == "regression":
+        return _skip("explanation_stability", "X-hacking's defensible-pipeline search scores classifiers (accuracy, "
+                     "balanced accuracy, ROC AUC); it has no regression pipelines or score", s)
     if not (is_available("shap") and is_available("optuna")):
         return _skip("explanation_stability", "needs shap and optuna (pip install 'trustlab[audit]')", s)
     if a.X_train.shape[1] < 2:
@@ -303,6 +340,9 @@ def _interpretability_gap(a: AuditInputs, s: dict[str, Any]) -> CheckOutcome:
 
     from trustlab.methods.split import SPLITClassifier
 
+    if a.task == "regression":
+        return _skip("interpretability_gap", "SPLIT fits sparse classification trees (binary targets); there is no "
+                     "regression tree to compare with", s)
     if len(a.classes) != 2:
         return _skip("interpretability_gap", "SPLIT fits binary targets; this target has "
                      f"{len(a.classes)} classes", s)

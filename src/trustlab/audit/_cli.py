@@ -36,7 +36,7 @@ def _model_from_options(model: Path | None, estimator: str | None, torch_factory
 
 def audit_command(
     data: Annotated[str, typer.Option(help="training table (CSV); example:clean and example:planted are shipped")],
-    target: Annotated[str, typer.Option(help="the label column")],
+    target: Annotated[str, typer.Option(help="the label column (or the numeric target of a regressor)")],
     test: Annotated[str | None, typer.Option(help="held-out table (CSV, same columns); default: hold out --test-size "
                                              "of --data")] = None,
     model: Annotated[Path | None, typer.Option(help="a fitted model: .skops (types checked before loading), "

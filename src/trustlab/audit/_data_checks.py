@@ -84,9 +84,17 @@ def data_quality(a: Any, s: dict[str, Any]) -> CheckOutcome:
     X, y, rows = np.vstack([a.X_train, a.X_test])[order], np.r_[a.y_train, a.y_test][order], rows[order]
     R = np.vstack([a.R_train, a.R_test])[order]
     is_test = np.r_[np.zeros(len(a.y_train), bool), np.ones(len(a.y_test), bool)][order]
-    dup = _duplicates(X, y, float(s["near_tol"]))
-    issues, checked, note = _label_issues(a, R, y, is_test, s)
-    knn, phi, knn_note = _knn_suspects(X, y, s, a.seed)
+    regression = a.task == "regression"
+    codes = np.unique(y, return_inverse=True)[1].reshape(len(y)) if regression else y  # equal targets, equal codes
+    dup = _duplicates(X, codes, float(s["near_tol"]))
+    if regression:
+        from trustlab.audit._regression import label_issues
+
+        issues, checked, note, agree = label_issues(a, R, y, is_test, s)
+        knn, phi, knn_note = np.zeros(len(y), bool), np.zeros(len(y)), ""
+    else:
+        issues, checked, note = _label_issues(a, R, y, is_test, s)
+        knn, phi, knn_note = _knn_suspects(X, y, s, a.seed)
     share = float(issues.sum() / max(checked.sum(), 1))
     n_dup, n_conf = int(dup["exact"].sum() + dup["near"].sum()), int(dup["conflict"].sum())
     found = []
@@ -101,16 +109,25 @@ def data_quality(a: Any, s: dict[str, Any]) -> CheckOutcome:
     headline = "; ".join(found) if found else (f"no duplicates or conflicting labels; {int(issues.sum())} label "
                                                f"issue(s) ({share:.1%}), within {s['max_suspect_share']:.0%}")
     metrics = {"duplicate_rows": int(dup["exact"].sum()), "near_duplicate_rows": int(dup["near"].sum()),
-               "conflicting_label_rows": n_conf, "suspect_labels": int(issues.sum()), "suspect_label_share": share,
-               "knn_suspect_labels": int(knn.sum()), "label_issue_knn_jaccard": both / union if union else 1.0}
-    details = [f"label issues: cleanlab find_label_issues (prune_by_noise_rate) on {int(checked.sum())} rows, {note}",
-               f"KNN-Shapley rule (methods.licensing, not gating): {int(knn.sum())} suspect row(s), {both} of them also "
-               f"cleanlab label issues (Jaccard {metrics['label_issue_knn_jaccard']:.2f})" +
-               (f"; {knn_note}" if knn_note else ""),
+               "conflicting_label_rows": n_conf, "suspect_labels": int(issues.sum()), "suspect_label_share": share}
+    if regression:
+        metrics["label_issue_cleanlab_jaccard"] = agree
+        details = [f"label issues: out-of-fold residuals beyond {s['residual_z']} robust standard deviations on "
+                   f"{int(checked.sum())} rows, {note}",
+                   f"cleanlab's regression label quality (get_label_quality_scores, not gating): its "
+                   f"{int(issues.sum())} lowest-scored row(s) overlap the residual rule's with Jaccard {agree:.2f}"]
+    else:
+        metrics |= {"knn_suspect_labels": int(knn.sum()), "label_issue_knn_jaccard": both / union if union else 1.0}
+        details = [f"label issues: cleanlab find_label_issues (prune_by_noise_rate) on {int(checked.sum())} rows, "
+                   f"{note}", f"KNN-Shapley rule (methods.licensing, not gating): {int(knn.sum())} suspect row(s), {both} "
+                   f"of them also cleanlab label issues (Jaccard {metrics['label_issue_knn_jaccard']:.2f})" +
+                   (f"; {knn_note}" if knn_note else "")]
+    details += [
                f"duplicate rows (0-based data rows): {sorted(rows[dup['exact'] | dup['near']].tolist())[:30]}",
                f"conflicting-label rows: {sorted(rows[dup['conflict']].tolist())[:30]}",
                f"label issues: {sorted(rows[issues].tolist())[:30]}"]
-    fig = bar_hist(phi, issues, "KNN-Shapley value (each half valued on the other); red: cleanlab label issues", "rows")
+    fig = (bar_hist(y, issues, "target; red: label issues (residual outliers)", "rows") if regression else
+           bar_hist(phi, issues, "KNN-Shapley value (each half valued on the other); red: cleanlab label issues", "rows"))
     return outcome("data_quality", "flag" if found else "ok", headline, metrics=metrics, details=details, settings=s,
                    rows={"exact_duplicates": sorted(rows[dup["exact"]].tolist()),
                          "near_duplicates": sorted(rows[dup["near"]].tolist()),

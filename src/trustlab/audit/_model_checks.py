@@ -27,6 +27,10 @@ def calibration(a: Any, s: dict[str, Any]) -> CheckOutcome:
     from them (consistency resampling: what a perfectly calibrated model would show on this many rows); that is
     ``info`` by default and a flag only when ``max_ece`` is set and exceeded (docs/audit.md: forests are
     miscalibrated on every clean reference table)."""
+    if a.task == "regression":
+        from trustlab.audit._regression import calibration as residual_calibration
+
+        return residual_calibration(a, s)
     from matplotlib.figure import Figure
     from sklearn.metrics import brier_score_loss
 
@@ -132,6 +136,9 @@ def fairness(a: Any, s: dict[str, Any]) -> CheckOutcome:
     Flags when the lower end of the interval of a difference exceeds ``max_difference``."""
     if not a.sensitive:
         return skip("fairness", "no sensitive column given (--sensitive COL, Python: sensitive=[...])", s)
+    if a.task == "regression":
+        return skip("fairness", "fairness slices (selection rate, equalised odds) are defined for classifiers; "
+                    "per-group errors of a regressor are not implemented yet", s)
     from trustlab.audit._fairness import fairness_slices
 
     return fairness_slices(a, s)

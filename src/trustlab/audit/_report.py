@@ -112,7 +112,8 @@ class AuditReport:
     def to_markdown(self, plot_dir: str | None = None) -> str:
         lines = ["# trustlab audit report", "", f"Model: {self.model.get('description', '?')}; data: "
                  f"{self.data.get('n_train', '?')} training rows, {self.data.get('n_test', '?')} held-out rows, "
-                 f"{self.data.get('n_features', '?')} features.", "", "| check | verdict | finding |", "|---|---|---|"]
+                 f"{self.data.get('n_features', '?')} features, {self.data.get('task', 'classification')}.", "",
+                 "| check | verdict | finding |", "|---|---|---|"]
         lines += [f"| {t} | {s} | {_md(h)} |" for t, s, h in self.summary_rows()]
         if self.policy:
             lines += ["", f"Fail-on policy {self.policy}: " + ("FAILED: " + "; ".join(self.policy_failures)

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 
 from trustlab.core.exceptions import InputError
 
-__all__ = ["TableSchema", "TableModel"]
+__all__ = ["TableSchema", "TableModel", "TableRegressor"]
 
 
 def _is_categorical(series: Any) -> bool:
@@ -150,12 +150,8 @@ class TableSchema:
         return np.column_stack(cols), names
 
 
-class TableModel(ClassifierMixin, BaseEstimator):
-    """The user's estimator seen on model codes ``R``: ``fit``/``predict_proba`` decode ``R`` to the user's table
-    first. Clonable (``sklearn.base.clone`` gives an unfitted copy of the user's estimator inside), so the checks
-    that refit (membership references, multiplicity, label issues, explanation controls) refit the user's
-    own pipeline on the user's own columns. ``random_state`` (when not None) is set on every ``random_state``
-    of the inner estimator before fitting, so code that seeds refits through ``random_state`` seeds the user's."""
+class _TableEstimator(BaseEstimator):
+    """The user's estimator on model codes (the parameters and the wrapping of a fitted one)."""
 
     def __init__(self, estimator: Any = None, schema: TableSchema | None = None, random_state: Any = None):
         self.estimator = estimator
@@ -163,19 +159,24 @@ class TableModel(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     @classmethod
-    def fitted(cls, model: Any, schema: TableSchema) -> TableModel:
+    def fitted(cls, model: Any, schema: TableSchema) -> Any:
         """Wrap an already fitted model (audited as given)."""
         out = cls(model, schema)
         out.estimator_ = model
-        out.classes_ = np.asarray(getattr(model, "classes_", []))
+        if hasattr(model, "classes_") or isinstance(out, ClassifierMixin):
+            out.classes_ = np.asarray(getattr(model, "classes_", []))
         return out
 
+
+class TableModel(ClassifierMixin, _TableEstimator):
+    """The user's estimator seen on model codes ``R``: ``fit``/``predict_proba`` decode ``R`` to the user's table
+    first. Clonable (``sklearn.base.clone`` gives an unfitted copy of the user's estimator inside), so the checks
+    that refit (membership references, multiplicity, label issues, explanation controls) refit the user's
+    own pipeline on the user's own columns. ``random_state`` (when not None) is set on every ``random_state``
+    of the inner estimator before fitting, so code that seeds refits through ``random_state`` seeds the user's."""
+
     def fit(self, X: Any, y: Any) -> TableModel:
-        est = clone(self.estimator)
-        if self.random_state is not None and hasattr(est, "get_params"):
-            keys = [k for k in est.get_params() if k == "random_state" or k.endswith("__random_state")]
-            est.set_params(**dict.fromkeys(keys, self.random_state))
-        self.estimator_ = est.fit(self.schema.decode(X), y)
+        self.estimator_ = _seeded_fit(self.estimator, self.random_state, self.schema.decode(X), y)
         self.classes_ = np.asarray(self.estimator_.classes_)
         return self
 
@@ -184,3 +185,24 @@ class TableModel(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         return self.classes_[self.predict_proba(X).argmax(1)]
+
+
+def _seeded_fit(estimator: Any, random_state: Any, X: Any, y: Any) -> Any:
+    """A clone of ``estimator`` with every ``random_state`` set (when not None), fitted on ``X, y``."""
+    est = clone(estimator)
+    if random_state is not None and hasattr(est, "get_params"):
+        keys = [k for k in est.get_params() if k == "random_state" or k.endswith("__random_state")]
+        est.set_params(**dict.fromkeys(keys, random_state))
+    return est.fit(X, y)
+
+
+class TableRegressor(RegressorMixin, _TableEstimator):
+    """:class:`TableModel` for a regressor: ``fit``/``predict`` decode model codes ``R`` to the user's table first;
+    clonable, and ``random_state`` seeds every ``random_state`` of the inner estimator."""
+
+    def fit(self, X: Any, y: Any) -> TableRegressor:
+        self.estimator_ = _seeded_fit(self.estimator, self.random_state, self.schema.decode(X), y)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.asarray(self.estimator_.predict(self.schema.decode(X)), dtype=np.float64).reshape(len(X))

