@@ -622,3 +622,22 @@ def test_fairness_slices_match_the_selection_rates_per_group():
     assert audit(spec, X, y, checks="fairness").check("fairness").status == "skipped"
     with pytest.raises(InputError, match="Did you mean 'city'"):
         audit(spec, X, y, checks="fairness", sensitive=["cty"])
+
+
+def test_a_check_is_quiet_about_feature_names_where_it_runs(monkeypatch):
+    """The feature-name filter is entered inside run_check, so a check in a process or Ray worker is as quiet as
+    one run locally (the 100k benchmark printed one UserWarning per worker call before)."""
+    import warnings
+
+    from trustlab.audit import _checks
+
+    def noisy(inputs, settings):
+        warnings.warn("X does not have valid feature names, but RandomForestClassifier was fitted with feature names",
+                      UserWarning, stacklevel=1)
+        return _checks._outcome("leakage", "ok", "fine", settings=settings)
+
+    monkeypatch.setitem(_checks.CHECKS, "leakage", noisy)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = _checks.run_check("leakage", None, {})
+    assert out.status == "ok" and not caught

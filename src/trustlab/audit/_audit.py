@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 import time
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from trustlab.audit._checks import CHECKS, DEFAULTS, AuditInputs, run_check
+from trustlab.audit._common import quiet_feature_names
 from trustlab.audit._gate import AuditCrashError, evaluate_fail_on, parse_fail_on
 from trustlab.audit._report import AuditReport
 from trustlab.audit._table import TableModel, TableRegressor, TableSchema
@@ -264,9 +264,7 @@ def audit(model: Any, X: Any, y: Any, *, X_test: Any = None, y_test: Any = None,
                              f"(settings: {list(merged[key])}).{did_you_mean(unknown[0], merged[key])}")
         merged[key].update(over)
     t0 = time.perf_counter()
-    with isolated_global_rng(seed), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        warnings.filterwarnings("ignore", message="X has feature names")
+    with isolated_global_rng(seed), quiet_feature_names():
         fitted, twin, d = _prepare(model, X, y, X_test, y_test, feature_names, test_size, seed)
         inputs = _inputs(fitted, twin, d, seed, progress)
         inputs.sensitive = _sensitive(d, list(sensitive))

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.audit._common import cap_rows
+from trustlab.audit._common import cap_rows, quiet_feature_names
 from trustlab.audit._common import outcome as _outcome
 from trustlab.audit._common import skip as _skip
 from trustlab.audit._data_checks import data_quality
@@ -379,7 +379,8 @@ def run_check(name: str, inputs: AuditInputs, settings: dict[str, Any]) -> Check
     """Run one check; an exception becomes an ``error`` outcome naming it (the other checks still run)."""
     t0 = time.perf_counter()
     try:
-        out = CHECKS[name](inputs, settings)
+        with quiet_feature_names():
+            out = CHECKS[name](inputs, settings)
     except Exception as exc:  # noqa: BLE001 - one failing check must not hide the others' findings
         out = _outcome(name, "error", "", reason=f"{type(exc).__name__}: {exc}", settings=settings)
     out.wall_time_s = time.perf_counter() - t0

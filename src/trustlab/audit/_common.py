@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from trustlab.audit._report import CheckOutcome
 
-__all__ = ["TITLES", "outcome", "skip", "cap_rows", "bar_hist"]
+__all__ = ["TITLES", "outcome", "skip", "cap_rows", "bar_hist", "quiet_feature_names"]
 
 TITLES = {"data_quality": "Data quality (duplicates, conflicting labels, label issues)", "leakage": "Target leakage",
           "membership": "Membership-inference risk", "multiplicity": "Prediction multiplicity",
@@ -17,6 +20,17 @@ TITLES = {"data_quality": "Data quality (duplicates, conflicting labels, label i
           "interpretability_gap": "Interpretability gap (sparse tree)",
           "calibration": "Calibration (reliability, ECE, Brier)", "drift": "Train/test drift and overlap",
           "fairness": "Subgroup performance and fairness"}
+
+
+@contextlib.contextmanager
+def quiet_feature_names() -> Iterator[None]:
+    """The checks hand the user's model its table as an array (the audit's own encoding keeps the column order);
+    scikit-learn's feature-name warnings then say nothing the user can act on. Entered where the work runs, so a
+    process or Ray worker is as quiet as the local executor."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        warnings.filterwarnings("ignore", message="X has feature names")
+        yield
 
 
 def outcome(name: str, status: str, headline: str, **kw: Any) -> CheckOutcome:
