@@ -51,6 +51,7 @@ def test_no_gated_claim_passes_under_the_knockout(exp_id):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(5400)  # six isolated quick runs (an LLM experiment's take 1-9 min each on 2 loaded cores)
 @pytest.mark.parametrize("exp_id", IDS)
 def test_every_gated_claim_passes_on_four_of_five_quick_seeds(exp_id):
     exp = get_experiment(exp_id)

@@ -133,7 +133,7 @@ def _train(cfg: Config, res: Result, seed: int) -> tuple[Any, Any]:
 
     kg = sh.CyclicKG(cfg.n_entities, 3, 4, cfg.holdout, seed)
     model = sh.make_kg_model(kg, d_model=cfg.d_model, n_heads=cfg.n_heads, tie_embeddings=cfg.tie_embeddings,
-                             seed=seed)
+                             random_state=seed)
     t = time.perf_counter()
     hist = sh.train_kg_model(model, kg, steps=cfg.train_steps, batch_size=cfg.batch_size, lr=cfg.lr,
                              weight_decay=cfg.weight_decay, n_walks=cfg.n_walks, composition=cfg.composition,
