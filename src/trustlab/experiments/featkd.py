@@ -42,7 +42,10 @@ REAL = ("diabetes", "fair")
 #: (2/5) and C1b (3/5) are no longer gated (FEAT-KD raised on seed 2, fit R² 0.003 on seed 3, C1a -0.16 on seed 1).
 #: C4 is admitted by the rule because the knockout's FEAT-KD raises (SKIP), not because it is about the mechanism.
 #: Before issue 39: (C1a, C1b, C4).
-QUICK_EXPECTED_PASS = ("pre-teacher-learned", "C4")
+#: 2026-12-03, a second machine (git 1392e0b): pre-teacher-learned 3/5 (FAIL on seeds 1 and 4), so it leaves the gate
+#: (design.md: the gate is the intersection over machines). No FEAT-KD mechanism line passes 4/5 at quick scale on
+#: both machines; C4 (determinism) is what the quick gate can hold, and the mechanism is decided in default mode.
+QUICK_EXPECTED_PASS = ("C4",)
 #: the teacher switched (nearly) off: one TabNet epoch, so FEAT-KD distils an untrained network's steps
 KNOCKOUT: tuple[str, ...] = ("max_epochs=1", "patience=1")
 

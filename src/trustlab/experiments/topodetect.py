@@ -453,7 +453,9 @@ CLAIMS = [
 #: seed 0 itself (the run tests/test_reproduce.py makes; SAMMD power at its 0.5 edge). C2 (2/5) and C5 (PASS under
 #: the knockout) are no longer gated; C4/C4f are VOID on every seed (pre-features-differ: the cross-modal feature is
 #: the unimodal one). Before issue 39 the gate was (C1, C2, C5).
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-attack-moves", "pre-off-ceiling", "C1")
+#: 2026-12-03, a second machine (git 1392e0b): C1 3/5 (FAIL on seeds 3 and 4), so it leaves the gate (design.md: the
+#: intersection over machines); C3 passes 5/5 there but failed quick seed 0 on the first machine, so it stays out.
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-attack-moves", "pre-off-ceiling")
 #: the attack switched off: eps = 0, so the "adversarial" images are the clean ones (everything else runs)
 KNOCKOUT: tuple[str, ...] = ("eps=0",)
 
