@@ -104,14 +104,13 @@ def _estimator(model: Any) -> tuple[Any, str]:
     return est, "regression" if regressor else "classification"
 
 
-def _model(model: Any, schema: TableSchema, R: np.ndarray, y: np.ndarray, classes: list[Any], task: str
+def _model(est: Any, spec: bool, schema: TableSchema, R: np.ndarray, y: np.ndarray, classes: list[Any], task: str
            ) -> tuple[Any, Any, bool]:
     """The fitted model on model codes, its refittable twin (None when it cannot be cloned) and whether the
-    audit fitted it. A model that raises while fitting is an :class:`AuditCrashError` (exit 3)."""
+    audit fitted it (``est`` from :func:`_estimator`; ``spec``: it was given as a spec string). A model that raises
+    while fitting is an :class:`AuditCrashError` (exit 3)."""
     from sklearn.base import clone
 
-    spec = isinstance(model, str)
-    est, _ = _estimator(model)
     verb = "predict_proba" if task == "classification" else "predict"
     if not (hasattr(est, verb) and (hasattr(est, "fit") or _is_fitted(est))):
         raise InputError(f"The 'model' argument of audit must be a classifier with predict_proba or a regressor with "
@@ -159,7 +158,7 @@ def _prepare(model: Any, X: Any, y: Any, X_test: Any, y_test: Any, feature_names
     from sklearn.model_selection import train_test_split
 
     schema, R_all, y_all, n_train = _rows(X, y, X_test, y_test, feature_names)
-    task = _estimator(model)[1]
+    est, task = _estimator(model)
     y_all, classes = _target(y_all, task)
     if X_test is None:
         counts = np.unique(y_all, return_counts=True)[1]
@@ -172,7 +171,7 @@ def _prepare(model: Any, X: Any, y: Any, X_test: Any, y_test: Any, feature_names
     n_missing = int(np.isnan(R_all).sum())
     if np.isnan(R_all).any():  # the methods need finite arrays: missing values as codes that decode back to NaN
         R_all, schema = schema.with_sentinels(R_all)
-    fitted, twin, fitted_by_us = _model(model, schema, R_all[tr], y_all[tr], classes, task)
+    fitted, twin, fitted_by_us = _model(est, isinstance(model, str), schema, R_all[tr], y_all[tr], classes, task)
     enc = np.searchsorted(np.asarray(classes), y_all) if task == "classification" else y_all
     info = {"names": names, "columns": schema.columns, "classes": classes, "tr": tr, "te": te, "task": task,
             "fitted_by_us": fitted_by_us, "schema": schema, "R": R_all, "n_missing": n_missing,
@@ -333,6 +332,13 @@ def _inputs(fitted: TableModel, twin: TableModel | None, d: dict[str, Any], seed
     return inputs
 
 
+def _copy_importances(wrapper: Any, model: Any, same_space: bool) -> None:
+    """Give ``wrapper`` the user's ``feature_importances_``, which index the data encoding only when it is the table."""
+    imp = getattr(getattr(model, "estimator_", model), "feature_importances_", None)
+    if imp is not None and same_space:
+        wrapper.feature_importances_ = imp
+
+
 class _Encoded:
     """The user's model seen with labels ``0..C-1`` (columns of predict_proba in the order of the sorted labels),
     so every check works on encoded labels whatever the model's own classes are."""
@@ -343,9 +349,7 @@ class _Encoded:
         own = list(getattr(model, "classes_", classes))
         self._order = [classes.index(c) for c in own]
         self._n = len(classes)
-        imp = getattr(getattr(model, "estimator_", model), "feature_importances_", None)
-        if imp is not None and same_space:  # importances index the data encoding only when it is the table
-            self.feature_importances_ = imp
+        _copy_importances(self, model, same_space)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         P = np.asarray(self.inner.predict_proba(X), dtype=np.float64)
@@ -362,9 +366,7 @@ class _EncodedRegressor:
 
     def __init__(self, model: Any, same_space: bool = True):
         self.inner = model
-        imp = getattr(getattr(model, "estimator_", model), "feature_importances_", None)
-        if imp is not None and same_space:
-            self.feature_importances_ = imp
+        _copy_importances(self, model, same_space)
 
     def predict(self, X: Any) -> np.ndarray:
         return np.asarray(self.inner.predict(X), dtype=np.float64).reshape(len(X))

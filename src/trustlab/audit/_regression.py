@@ -50,13 +50,14 @@ def label_issues(a: Any, R: np.ndarray, y: np.ndarray, is_test: np.ndarray, s: d
         pred = cross_val_predict(clone(a.estimator), R[idx], y[idx], cv=cv)
         note = f"{folds}-fold out-of-fold predictions of refits of the model" + (f"; {note}" if note else "")
     checked[idx] = True
-    resid = y[idx] - np.asarray(pred, dtype=np.float64)
+    pred = np.asarray(pred, dtype=np.float64)
+    resid = y[idx] - pred
     mad = 1.4826 * float(np.median(np.abs(resid - np.median(resid))))
     z = np.abs(resid - np.median(resid)) / max(mad, 1e-12 * _scale(y))
     issues = np.zeros(len(y), bool)
     issues[idx] = z > float(s["residual_z"])
     k = int(issues.sum())
-    quality = get_label_quality_scores(y[idx], np.asarray(pred, dtype=np.float64))
+    quality = get_label_quality_scores(y[idx], pred)
     low = np.zeros(len(y), bool)
     low[idx[np.argsort(quality, kind="stable")[:k]]] = True
     union = int((issues | low).sum())
