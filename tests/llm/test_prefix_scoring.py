@@ -201,3 +201,32 @@ def test_pad_id_order():
     # with a model, its config's pad / EOS (first of a list) come before the tokenizer's EOS
     assert _pad_id(NS(config=NS(pad_token_id=None, eos_token_id=[5, 6])), tok) == 5
     assert _pad_id(NS(config=NS(pad_token_id=4, eos_token_id=5)), tok) == 4
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "eager"])
+def test_restricted_mask_equals_transformers_vmap_path(tiny4, impl):
+    """Issue 45: the packed-layout mask is built by broadcasting (no vmap); it equals create_causal_mask's."""
+    from transformers import masking_utils as mu
+
+    from trustlab.llm.prefix import _restricted_mask
+
+    config = tiny4[0].config
+    old = config._attn_implementation
+    config._attn_implementation = impl
+    try:
+        g = torch.Generator().manual_seed(0)
+        hidden = torch.randn(3, 7, config.hidden_size, generator=g)
+        att = torch.ones(3, 7, dtype=torch.long)
+        att[1, 5:] = 0
+        pos = torch.arange(7).repeat(3, 1)
+        seg = torch.randint(0, 3, (3, 7), generator=g)
+
+        def fn(b, h, q, kv):
+            return (seg[b, kv] == 0) | (seg[b, kv] == seg[b, q])
+
+        ours = _restricted_mask(mu, config, hidden, att, pos, fn)
+        ref = mu.create_causal_mask(config, hidden, att, None, pos, and_mask_function=fn)
+        assert ours.shape == ref.shape and ours.dtype == ref.dtype
+        assert torch.equal(ours, ref)
+    finally:
+        config._attn_implementation = old
