@@ -163,7 +163,8 @@ def setting_line(result: Mapping[str, Any]) -> str:
     parts = [f"measured {s.get('date', '?')} at {e.get('commit', '?')}",
              f"Python {e.get('python', '?')}", f"{e.get('cpus', '?')} CPUs"]
     if "torch_version" in e:
-        parts.append(f"torch {e['torch_version']} ({e.get('torch_num_threads', '?')} intra-op threads)")
+        parts.append(f"torch {e['torch_version']} ({e.get('torch_num_threads', '?')} intra-op threads outside the timed "
+                     "blocks)")
     parts.append(", ".join(f"{k}={v}" for k, v in env.items() if v is not None) or "no thread variables set")
     la0, la1 = s.get("load_average", [float("nan")])[0], e.get("load_average", [float("nan")])[0]
     parts.append(f"load average {la0:.1f} at the start, {la1:.1f} at the end")
