@@ -119,6 +119,59 @@ def test_algorithm1_bad_inputs(toy):
         A.adversarial_set(model, X, y[:3], 0.1)
 
 
+def _reference_algorithm1(model, X, y, eps_init, steps, max_doublings):
+    """Algorithm 1 written plainly (gather the still-correct rows, step them, scatter them back, every step): the
+    oracle of the compact-active-set loop in ``_attack_batch``, which must match it bit for bit."""
+    import torch.nn.functional as F
+
+    x0, yt = torch.as_tensor(X), torch.as_tensor(y)
+    x, n = x0.clone(), len(x0)
+    eps, k = torch.full((n,), float(eps_init)), torch.zeros(n, dtype=torch.int64)
+    with torch.no_grad():
+        y_adv = model(x0).argmax(1)
+    done = y_adv != yt
+    for r in range(max_doublings + 1):
+        if r > 0:
+            eps[~done] *= 2.0
+            k[~done] += 1
+        for t in range(steps + 1):
+            idx = torch.nonzero(~done).flatten()
+            if idx.numel() == 0:
+                break
+            xa = x[idx].requires_grad_(True)
+            logits = model(xa)
+            p = logits.argmax(1)
+            flip = p != yt[idx]
+            done[idx[flip]], y_adv[idx[flip]] = True, p[flip]
+            if t == steps or bool(flip.all()):
+                continue
+            (g,) = torch.autograd.grad(F.cross_entropy(logits, yt[idx], reduction="sum"), xa)
+            idx, g, xi = idx[~flip], g[~flip], xa.detach()[~flip]
+            xi = xi + ((eps[idx] / 10.0) / g.flatten(1).norm(dim=1).clamp_min(1e-12)).view(-1, 1) * g
+            delta = xi - x0[idx]
+            delta = delta * torch.clamp(eps[idx] / delta.flatten(1).norm(dim=1).clamp_min(1e-12), max=1.0).view(-1, 1)
+            x[idx] = (x0[idx] + delta).clamp(0.0, 1.0)
+    y_adv[~done] = yt[~done]
+    return x.numpy(), y_adv.numpy(), k.numpy(), (~done).numpy()
+
+
+@pytest.mark.parametrize(("eps_init", "steps", "max_doublings", "batch_size"),
+                         [(0.02, 8, 12, 512), (0.02, 8, 12, 7), (1e-3, 2, 1, 512)])
+def test_algorithm1_matches_the_plain_loop_bit_for_bit(toy, eps_init, steps, max_doublings, batch_size):
+    model, data = toy
+    X, y = data.X[:60], data.y[:60].copy()
+    with torch.no_grad():
+        pred = model(torch.as_tensor(X)).argmax(1).numpy()
+    y[:4] = (pred[:4] + 1) % 3  # four pre-misclassified rows
+    D = A.adversarial_set(model, X, y, eps_init, steps, max_doublings, batch_size=batch_size, use_cache=False)
+    ref = [_reference_algorithm1(model, X[s:s + batch_size], y[s:s + batch_size], eps_init, steps, max_doublings)
+           for s in range(0, len(X), batch_size)]
+    x_ref, y_ref, k_ref, capped_ref = (np.concatenate([r[i] for r in ref]) for i in range(4))
+    assert np.array_equal(D.x_adv, x_ref) and np.array_equal(D.y_adv, y_ref)
+    assert np.array_equal(D.n_doublings, k_ref) and np.array_equal(D.capped, capped_ref)
+    assert D.pre_misclassified[:4].all()
+
+
 def test_choose_eps_init_pilot_rule(toy):
     model, data = toy
     X, y = data.X[:60], data.y[:60]

@@ -122,52 +122,61 @@ _RULES: dict[str, Any] = {"model": MODEL_RULE, "X": [ArrayLike(ndim=(2, 3, 4, 5)
 
 def _attack_batch(model: Any, x0: Any, y: Any, eps_init: float, steps: int, max_doublings: int,
                   lo: float, hi: float) -> tuple[Any, ...]:
+    """Algorithm 1 on one batch. The still-correct ("active") rows are kept as compact tensors (their current
+    point, start point, label and radius) that shrink only when a row flips, instead of gathered from and
+    scattered into the full batch at every step; each forward/backward sees the same rows in the same order
+    as the gather/scatter loop did, so the result is bit-identical to it (tests/methods/test_amun.py)."""
     import torch
     import torch.nn.functional as F
 
-    n = len(x0)
     view = (-1,) + (1,) * (x0.ndim - 1)
     x = x0.clone()
-    eps = torch.full((n,), float(eps_init), dtype=x0.dtype, device=x0.device)
-    k = torch.zeros(n, dtype=torch.int64, device=x0.device)
+    eps = torch.full((len(x0),), float(eps_init), dtype=x0.dtype, device=x0.device)
+    k = torch.zeros(len(x0), dtype=torch.int64, device=x0.device)
     with torch.no_grad():
         pred = model(x0).argmax(1)
     done = pred != y
     pre = done.clone()
     y_adv = pred.clone()
+    act = torch.nonzero(~done).flatten()  # global rows of the active set, increasing
+    xa, x0a, ya, ea = x0[act], x0[act], y[act], eps[act]
     for r in range(max_doublings + 1):
-        active = ~done
-        if not bool(active.any()):
+        if act.numel() == 0:
             break
         if r > 0:  # still correct after `steps` steps: double the radius, continue from the current point
-            eps[active] *= 2.0
-            k[active] += 1
+            ea = ea * 2.0
+            k[act] += 1
         for t in range(steps + 1):
-            idx = torch.nonzero(~done).flatten()
-            if idx.numel() == 0:
+            if act.numel() == 0:
                 break
-            xa = x[idx].detach().requires_grad_(True)
-            logits = model(xa)
+            xg = xa.detach().requires_grad_(True)
+            logits = model(xg)
             p = logits.argmax(1)
-            flipped = p != y[idx]
-            if bool(flipped.any()):
-                fi = idx[flipped]
+            flipped = p != ya
+            n_flip = int(flipped.sum())
+            if n_flip:
+                fi = act[flipped]
                 done[fi] = True
                 y_adv[fi] = p[flipped].detach()
-            if t == steps or bool(flipped.all()):
+                x[fi], eps[fi] = xa[flipped], ea[flipped]
+            if t == steps or n_flip == len(act):
+                if n_flip:
+                    keep = ~flipped
+                    act, xa, x0a, ya, ea = act[keep], xa[keep], x0a[keep], ya[keep], ea[keep]
                 continue
-            loss = F.cross_entropy(logits, y[idx], reduction="sum")
-            (g,) = torch.autograd.grad(loss, xa)
-            keep = ~flipped
-            idx, g = idx[keep], g[keep].detach()
-            xi = xa.detach()[keep]
-            alpha = eps[idx] / 10.0
+            loss = F.cross_entropy(logits, ya, reduction="sum")
+            (g,) = torch.autograd.grad(loss, xg)
+            g = g.detach()
+            if n_flip:
+                keep = ~flipped
+                act, xa, x0a, ya, ea, g = act[keep], xa[keep], x0a[keep], ya[keep], ea[keep], g[keep]
             gn = g.flatten(1).norm(dim=1).clamp_min(1e-12)
-            xi = xi + (alpha / gn).view(view) * g
-            delta = xi - x0[idx]
+            xi = xa + ((ea / 10.0) / gn).view(view) * g
+            delta = xi - x0a
             dn = delta.flatten(1).norm(dim=1).clamp_min(1e-12)
-            delta = delta * torch.clamp(eps[idx] / dn, max=1.0).view(view)
-            x[idx] = (x0[idx] + delta).clamp(lo, hi)
+            delta = delta * torch.clamp(ea / dn, max=1.0).view(view)
+            xa = (x0a + delta).clamp(lo, hi)
+    x[act], eps[act] = xa, ea
     capped = ~done
     if bool(capped.any()):
         y_adv[capped] = y[capped]
