@@ -120,6 +120,24 @@ class Bench:
         self.result["timings"][key or " vs ".join(fns)] = out
         return out
 
+    def rounds(self, fns: Mapping[str, Callable[[], float | list[float]]], rounds: int = 2,
+               key: str | None = None) -> dict[str, dict[str, Any]]:
+        """For variants that time themselves (e.g. a training run returning its per-step seconds): call each once
+        per round, alternating the order (ABBA); each returns seconds (a float or a list of per-step samples).
+        Stored like :meth:`compare` (``wall`` = median of all samples; no CPU time)."""
+        if rounds < 1:
+            raise ValueError(f"rounds must be >= 1; got {rounds}")
+        samples: dict[str, list[float]] = {k: [] for k in fns}
+        order = list(fns.items())
+        for i in range(rounds):
+            for k, fn in order if i % 2 == 0 else order[::-1]:
+                got = fn()
+                samples[k] += [float(x) for x in (got if isinstance(got, (list, tuple)) else [got])]
+        out = {k: {"wall": statistics.median(v), "walls": v, "min_wall": min(v), "max_wall": max(v)}
+               for k, v in samples.items()}
+        self.result["timings"][key or " vs ".join(fns)] = out
+        return out
+
     def once(self, key: str, fn: Callable[[], Any]) -> tuple[Any, float]:
         """Run ``fn`` once; store and return its wall seconds (with its return value)."""
         w, c = time.perf_counter(), time.process_time()
