@@ -15,23 +15,20 @@ Prints medians and writes the "SmolLM2 fresh-process load" section of ``docs/ben
 
 from __future__ import annotations
 
-import os
-
 from trustlab.core.seeding import set_runtime_env
 
 set_runtime_env()  # before torch: no busy-waiting on 2 shared cores, offline, no telemetry
 
-import argparse  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- llm-load:start -->", "<!-- llm-load:end -->"
+sys.path.insert(0, str(Path(__file__).parent))
+
+import _harness  # noqa: E402
 
 _CHILD = r"""
 import json, sys, time
@@ -77,46 +74,65 @@ def _child(how: str, folder: str = "") -> dict[str, float]:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--no-write", action="store_true")
-    args = ap.parse_args()
+IMPORTS = ["import trustlab.llm", "import torch", "import transformers (+ model classes)"]
+
+
+def run(bench: _harness.Bench) -> None:
+    repeats = bench.result["params"]["repeats"]
     folder = _child("load_model")["folder"]  # warm-up, and where the cache entry is
     runs: dict[str, list[dict[str, float]]] = {h: [] for h in ("load_model", "from_pretrained", "safetensors")}
-    for _ in range(args.repeats):
-        for how in runs:
+    for _ in range(repeats):
+        for how in runs:  # the three ways alternate, each a fresh process
             runs[how].append(_child(how, folder))
+    bench.put(runs=runs)
+    total = _total(bench.result)
+    bench.print_ratio("fresh-process load (imports + load_model) / 3 s target", total / 3.0, "<= 1", total <= 3.0)
 
-    def med(how: str, key: str) -> float:
-        return statistics.median(r[key] for r in runs[how])
 
-    imports = ["import trustlab.llm", "import torch", "import transformers (+ model classes)"]
-    rows = [(k, med("load_model", k)) for k in imports]
-    rows += [("load_model() cache hit: sha256 check, weights, tokenizer", med("load_model", "load_model")),
+def _med(r: dict[str, Any], how: str, key: str) -> float:
+    return statistics.median(x[key] for x in r["values"]["runs"][how])
+
+
+def _total(r: dict[str, Any]) -> float:
+    return sum(_med(r, "load_model", k) for k in IMPORTS) + _med(r, "load_model", "load_model")
+
+
+def render(r: dict[str, Any]) -> str:
+    rows = [(k, _med(r, "load_model", k)) for k in IMPORTS]
+    rows += [("load_model() cache hit: sha256 check, weights, tokenizer", _med(r, "load_model", "load_model")),
              ("  of which: sha256 of every cached file (in a thread beside the weights)",
-              med("load_model", "sha256 of the entry")),
-             ("  of which: tokenizer", med("load_model", "tokenizer")),
-             ("from_pretrained on the cache folder (weights only)", med("from_pretrained", "from_pretrained")),
-             ("safetensors straight into LlamaForCausalLM (meta device, assign)", med("safetensors", "safetensors"))]
-    total = sum(med("load_model", k) for k in imports) + med("load_model", "load_model")
-    rows.append(("fresh process total: imports + load_model()", total))
-    load_avg = os.getloadavg()[0]
-    table = [f"| step (fresh process, median of {args.repeats}) | seconds |", "|---|---|"]
+              _med(r, "load_model", "sha256 of the entry")),
+             ("  of which: tokenizer", _med(r, "load_model", "tokenizer")),
+             ("from_pretrained on the cache folder (weights only)", _med(r, "from_pretrained", "from_pretrained")),
+             ("safetensors straight into LlamaForCausalLM (meta device, assign)", _med(r, "safetensors", "safetensors"))]
+    total = _total(r)
+    rows.append((f"fresh process total: imports + load_model() (target <= 3 s: {'met' if total <= 3 else 'missed'})",
+                 total))
+    n = len(r["values"]["runs"]["load_model"])
+    table = [f"| step (fresh process, median of {n}) | seconds |", "|---|---|"]
     table += [f"| {name} | {sec:.2f} |" for name, sec in rows]
-    import torch
-    import transformers
+    return "\n".join(["## SmolLM2 fresh-process load (issues 31, 45)", "", "Target: a fresh Python process loads "
+                      "SmolLM2-135M-Instruct from the trustlab cache in <= 3 s. `benchmarks/llm_load.py` (each repeat "
+                      "a fresh process; cache warmed first with `trustlab doctor --warm`):", "", *table, "",
+                      _harness.setting_line(r), "", NOTES])
 
-    setting = (f"Setting: torch {torch.__version__}, transformers {transformers.__version__}, Python "
-               f"{platform.python_version()}, {os.cpu_count()} CPUs, OMP_WAIT_POLICY=PASSIVE, load average "
-               f"{load_avg:.1f}. Regenerate with `.venv/bin/python benchmarks/llm_load.py`.")
-    text = "\n".join(table) + "\n\n" + setting
-    print(text)
-    if not args.no_write and DOC.is_file():
-        from _docsection import write_section
 
-        write_section(START, END, f"{START}\n{text}\n{END}", heading="## SmolLM2 fresh-process load (issue 31)\n\n")
+NOTES = """Reading it (earlier runs, on the previous machine: 7.75 s at load average 2.9, 6.60 s at 2.2): the target is
+**missed** and cannot be met by changing how we load. Imports are most of the total and lie outside our code:
+`import torch`, then transformers' model classes, which import `torch.distributed.tensor` (0.76 s, via
+`transformers.integrations.hub_kernels` -> `conversion_mapping` -> `core_model_loading` ->
+`distributed.sharding_utils`), `torch._dynamo` (0.51 s, via `transformers.masking_utils`), `scipy.optimize` (0.37 s,
+via `transformers.loss` for object-detection losses) and run a dependency-version check (0.37 s) before any weight
+is read (`python -X importtime`, previous machine). `trustlab.llm` itself adds 0.01 s. `from_pretrained` reads the
+weights; reading the safetensors straight into `LlamaForCausalLM` built on the meta device is faster (table), so it
+would save a few tenths of a second, at the price of re-implementing transformers' weight tying and
+per-architecture key mapping; we keep `from_pretrained`. The sha256 check of the 540 MB entry (in a thread beside
+the read; kept, since issue 15 asks for content verification by default; `verify="size"` skips it) and the
+tokenizer make up the rest. Inside a process that has torch and transformers imported (every LLM experiment), a
+cache hit takes about 1.3 s: that is the setting where the 3 s target is met."""
 
 
 if __name__ == "__main__":
-    main()
+    ap = _harness.parser(__doc__)
+    ap.add_argument("--repeats", type=int, default=3)
+    _harness.main("llm-load", ap.parse_args(), run, render)
