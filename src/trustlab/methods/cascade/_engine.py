@@ -23,6 +23,7 @@ from trustlab.methods.cascade._estimates import (
     mask_bits,
     supermodel_values,
 )
+from trustlab.methods.cascade._lazy import pick_best, pruned_step
 
 __all__ = ["Space", "Engine", "Trajectory", "select_answer", "set_costs", "MAX_COLUMNS"]
 
@@ -30,18 +31,28 @@ __all__ = ["Space", "Engine", "Trajectory", "select_answer", "set_costs", "MAX_C
 MAX_COLUMNS = 2048
 #: a policy keeps all its supermodel values in one array when they fit in this many floats
 _DENSE_FLOATS = 30_000_000
-#: queries per chunk when values are computed lazily under the pruning lemma
-_LAZY_ROWS = 512
 _NEG = -np.inf
 
 
 def set_costs(chat: np.ndarray, bits: np.ndarray) -> np.ndarray:
     """``(n, n_masks)``: the summed cost estimates of each mask, added model by model in index order (so the
-    per-query reference gets bit-identical sums)."""
-    out = np.zeros((chat.shape[0], bits.shape[0]))
-    for j in range(bits.shape[1]):
-        out += chat[:, j : j + 1] * bits[None, :, j]
-    return out
+    per-query reference gets bit-identical sums). Each mask's sum is that of the mask without its last model
+    plus that model's cost (the same additions in the same order), memoised, so a mask costs one addition."""
+    chat_t = np.ascontiguousarray(chat.T)
+    masks = bits.astype(np.int64) @ (np.int64(1) << np.arange(bits.shape[1], dtype=np.int64))
+    memo: dict[int, np.ndarray] = {0: np.zeros(chat.shape[0])}
+
+    def total(m: int) -> np.ndarray:
+        if m not in memo:
+            top = m.bit_length() - 1
+            rest = m & ~(1 << top)
+            memo[m] = chat_t[top].copy() if rest == 0 else total(rest) + chat_t[top]
+        return memo[m]
+
+    out = np.empty((bits.shape[0], chat.shape[0]))
+    for c, m in enumerate(masks.tolist()):
+        out[c] = total(m)
+    return out.T
 
 
 class Space:
@@ -79,6 +90,7 @@ class Space:
         self.added = np.zeros((self.U, self.U), dtype=np.int32)
         self.gen = np.full((self.U, self.U), np.iinfo(np.int32).max, dtype=np.int32)
         self.cands: dict[int, np.ndarray] = {}
+        self.trees: dict[int, Any] = {}  # per state, the search tree the pruned step walks (filled on first use)
         self.cand_parents: dict[int, np.ndarray] = {}
         for s in range(self.U):
             if self.pop[s] < depth:
@@ -176,12 +188,16 @@ class Engine:
             return self._values[key][rows]
         return supermodel_values(self.est.mean_for(mask, rows), self.W(mask), masks, parents)
 
-    def costs(self, space: Space, rows: np.ndarray) -> np.ndarray:
-        """``(len(rows), U)`` summed cost estimates of every column of ``space`` (kept for all rows)."""
+    def cost_table(self, space: Space) -> np.ndarray:
+        """``(n, U)`` summed cost estimates of every column of ``space`` for every row (cached)."""
         key = id(space)
         if key not in self._costs:
             self._costs[key] = set_costs(self.est.cost, space.bits)
-        return self._costs[key][rows]
+        return self._costs[key]
+
+    def costs(self, space: Space, rows: np.ndarray) -> np.ndarray:
+        """``(len(rows), U)`` summed cost estimates of every column of ``space``."""
+        return self.cost_table(space)[rows]
 
     # -------------------------------------------------------------------------- cascade routing
     def _dense_ok(self, space: Space) -> bool:
@@ -211,88 +227,24 @@ class Engine:
                                                              space.masks[space.cands[s]], space.cand_parents[s])
         return V
 
-    def _pruned_values(self, space: Space, rows: np.ndarray, states: np.ndarray, lam: float
-                       ) -> tuple[np.ndarray, np.ndarray]:
-        """Like :meth:`_state_values`, but a candidate's value is computed only for the queries for which its
-        parent survived the pruning lemma (NaN elsewhere), as in the per-query search; also returns which
-        candidates survive (the same mask as :meth:`_prune` on the full values)."""
-        V = np.full((len(rows), space.U), np.nan)
-        alive = np.zeros((len(rows), space.U), dtype=bool)
-        chat = self.est.cost[rows]
-        for s in np.unique(states):
-            g = np.flatnonzero(states == s)
-            mask = int(space.masks[s])
-            mu, W = self.est.mean_for(mask, rows[g]), self.W(mask)
-            cols, parents = space.cands[s], space.cand_parents[s]
-            for lo in range(0, len(g), _LAZY_ROWS):
-                sl = np.arange(lo, min(lo + _LAZY_ROWS, len(g)))
-                self._pruned_chunk(space, V, alive, g[sl], mu[sl], W, chat[g[sl]], cols, parents, lam)
-        return V, alive
-
-    def _pruned_chunk(self, space: Space, V: np.ndarray, alive: np.ndarray, out_rows: np.ndarray, mu: np.ndarray,
-                      W: np.ndarray | None, chat: np.ndarray, cols: np.ndarray, parents: np.ndarray, lam: float) -> None:
-        n = len(mu)
-        X = None if W is None else mu.T[:, :, None] + np.ascontiguousarray(W.T)[:, None, :]
-        vals = np.full((n, len(cols)), np.nan)
-        ok = np.zeros((n, len(cols)), dtype=bool)
-        has_child = np.zeros(len(cols), dtype=bool)
-        has_child[parents[parents >= 0]] = True
-        live: dict[int, tuple[np.ndarray | None, np.ndarray | None, int]] = {}  # cand -> (rows or None=all, max, size)
-        size = -1
-        for c, col in enumerate(cols):
-            bits = space.bits[col]
-            if int(space.pop[col]) > size:  # a new level: the level before the parents' is no longer needed
-                size = int(space.pop[col])
-                live = {key: v for key, v in live.items() if v[2] >= size - 1}
-            p = int(parents[c])
-            new, run = -1, None
-            if p < 0:
-                idx = None
-                if X is not None and (size > 1 or has_child[c]):
-                    run = X[bits].max(axis=0)
-            elif p in live:
-                idx, prun, _ = live[p]
-                new = int(np.flatnonzero(bits & ~space.bits[cols[p]])[0])
-                if X is not None:
-                    run = np.maximum(prun, X[new] if idx is None else X[new][idx])
-            else:
-                continue  # the parent was pruned for every query of the chunk
-            sel = slice(None) if idx is None else idx
-            val = mu[sel][:, bits].max(axis=1) if X is None or size == 1 else run.mean(axis=1)
-            vals[sel, c] = val
-            if new >= 0 and size >= 2:
-                keep = val - vals[sel, p] - lam * chat[sel, new] >= 0
-                if not keep.all():
-                    idx = np.flatnonzero(keep) if idx is None else idx[keep]
-                    run = run[keep] if run is not None and has_child[c] else None
-            sel = slice(None) if idx is None else idx
-            ok[sel, c] = True
-            if has_child[c] and (idx is None or idx.size):
-                live[c] = (idx, run, size)
-        V[np.ix_(out_rows, cols)] = vals
-        alive[np.ix_(out_rows, cols)] = ok
-
     def cr_step(self, space: Space, rows: np.ndarray, states: np.ndarray, lam: float, *, prune: bool,
                 top_k: int | None) -> tuple[np.ndarray, np.ndarray]:
         """One decision for ``rows`` whose run-sets are the columns ``states`` (all of the same size):
         returns (stop, next model to run)."""
         lazy = prune and space.mode != "cascade" and top_k is None and not self._dense_ok(space)
         if lazy:
-            V, alive = self._pruned_values(space, rows, states, lam)
+            pick = pruned_step(self, space, rows, states, lam)
         else:
-            V, alive = self._state_values(space, rows, states), space.valid[states]
-        C = self.costs(space, rows)
-        tau = V - lam * C
-        j = int(space.pop[states[0]])
-        if top_k is not None:
-            alive = self._beam(space, rows, states, V, tau, alive, lam, j, prune, top_k)
-        elif prune and space.mode != "cascade" and not lazy:
-            alive = self._prune(space, rows, states, V, alive, lam, j)
-        tau = np.where(alive, tau, _NEG)
-        best = tau.max(axis=1, keepdims=True)
-        tie = tau == best
-        cmin = np.where(tie, C, np.inf).min(axis=1, keepdims=True)
-        pick = np.where(tie & (C == cmin), space.gen[states], np.iinfo(np.int32).max).argmin(axis=1)
+            V, C = self._state_values(space, rows, states), self.costs(space, rows)
+            tau = V - lam * C
+            j = int(space.pop[states[0]])
+            if top_k is not None:
+                alive = self._beam(space, rows, states, V, tau, space.valid[states], lam, j, prune, top_k)
+            elif prune and space.mode != "cascade":
+                alive = self._prune(space, rows, states, V, space.valid[states], lam, j)
+            else:
+                alive = space.valid[states]
+            pick = pick_best(np.where(alive, tau, _NEG), C, space.gen[states])
         stop = pick == states
         new = space.bits[pick] & ~space.bits[states]
         if space.mode == "cascade" or space.force_order:  # a fixed order runs the next model in that order
