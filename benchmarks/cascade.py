@@ -1,6 +1,6 @@
 """Cascade routing speed: vectorised decisions vs a per-query Python loop of the same policy (issues 21, 45).
 
-Run: ``python benchmarks/cascade.py [--n 10000] [--loop 1000] [--repeat 3]``. A synthetic RouterBench-like table
+Run: ``python benchmarks/cascade.py [--n 10000] [--loop 1000] [--repeat 5]``. A synthetic RouterBench-like table
 of ``n`` queries x 8 models (medium noise, separable estimates with per-run-set variances), lambdas tuned by
 ``CascadeRouter`` at the middle budget of the grid on 1000 other rows, then the full policy (up to 8 steps,
 pruning on, no max_depth) decided for every query by the vectorised engine (``Engine.run_cr``, the pruned
@@ -174,7 +174,7 @@ if __name__ == "__main__":
     ap.add_argument("--loop", type=int, default=1000)
     ap.add_argument("--loop-no-prune", type=int, default=200)
     ap.add_argument("--models", type=int, default=8)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-profile", dest="profile", action="store_false")
     _harness.main("cascade", ap.parse_args(), run, render)
