@@ -303,3 +303,36 @@ def test_overlay_plot_draws_one_panel_per_series():
     scores = np.random.default_rng(0).random((4, 24))
     fig = plot_shape_scores(X, scores, labels=y)
     assert isinstance(fig, Figure) and sum(ax.get_visible() for ax in fig.axes) >= 4
+
+
+def test_inception_conv_on_a_sequence_shorter_than_its_kernel_runs_only_the_taps_that_meet_a_token():
+    from trustlab.methods.softshape._model import InceptionModule
+
+    g = torch.Generator().manual_seed(0)
+    mod = InceptionModule(8, 4, ks=40, norm="instance")
+    for L in (1, 4, 16, 19, 20, 30):  # 2L - 1 < 39 up to L = 19; the full kernel from L = 20 on
+        b = torch.randn(2, 4, L, generator=g)
+        for conv in mod.convs:
+            assert torch.allclose(mod._conv(conv, b), conv(b), atol=1e-5)
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_moe_dispatch_equals_the_per_expert_loop(spread):
+    from trustlab.methods.softshape._model import TopOneMoE
+
+    g = torch.Generator().manual_seed(0)
+    moe = TopOneMoE(16, 3, dropout=0.0).eval()
+    if spread:  # a router that sends tokens to every expert; zero-initialised, every token goes to expert 0
+        with torch.no_grad():
+            moe.w_gate.copy_(torch.randn(16, 3, generator=g))
+    h = torch.randn(4, 7, 16, generator=g)
+    _, _, load = moe(h)
+    flat = h.reshape(-1, 16)
+    p, i = torch.softmax(flat @ moe.w_gate, dim=1).topk(1, dim=1)
+    gate, idx = p / (p + 1e-6), i.squeeze(1)
+    ref = torch.zeros_like(flat)
+    for e in range(3):
+        sel = (idx == e).nonzero(as_tuple=True)[0]
+        ref[sel] = moe.experts[e](flat[sel]) * gate[sel]
+    assert torch.allclose(moe._dispatch(flat, idx, gate, load), ref, atol=1e-6)
+    assert torch.equal(load, torch.bincount(idx, minlength=3)) and (int(load.max()) < 28) == spread

@@ -50,7 +50,7 @@ class RMSNorm(nn.Module):
         self.gamma = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.normalize(x, dim=-1) * self.gamma * self.scale
+        return F.normalize(x, dim=-1) * (self.gamma * self.scale)  # one full-size product, not two
 
 
 class InceptionModule(nn.Module):
@@ -74,9 +74,20 @@ class InceptionModule(nn.Module):
         self.bn = nn.BatchNorm1d(4 * nf) if norm == "batch" else None
         self.act = nn.GELU()
 
+    @staticmethod
+    def _conv(conv: nn.Conv1d, b: torch.Tensor) -> torch.Tensor:
+        """``conv(b)``; on a sequence shorter than the kernel (L tokens, 2L - 1 < k) only the central 2L - 1 taps
+        ever meet a token (the others see the zero padding), so only they are run: the same sums without the
+        zero terms, and the other taps' gradient is 0 either way."""
+        L, k = b.shape[-1], conv.kernel_size[0]
+        if 2 * L - 1 >= k:
+            return conv(b)
+        c = k // 2
+        return F.conv1d(b, conv.weight[:, :, c - L + 1:c + L], conv.bias, padding=L - 1)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b = self.bottleneck(x)
-        out = torch.cat([conv(b) for conv in self.convs] + [self.pool_conv(x)], dim=1)
+        out = torch.cat([self._conv(conv, b) for conv in self.convs] + [self.pool_conv(x)], dim=1)
         if self.bn is not None:
             return self.act(self.bn(out))
         if out.shape[-1] == 1:  # InstanceNorm of one element is (x - x) / sd = 0
@@ -122,16 +133,24 @@ class TopOneMoE(nn.Module):
         top_p, top_i = probs.topk(1, dim=1)
         gate = top_p / (top_p + 1e-6)  # renormalised top-1 gate (~1), as in the official code
         gates = torch.zeros_like(probs).scatter(1, top_i, gate)
-        load = (gates > 0).sum(0)
-        aux = self.cv_squared(gates.sum(0)) + self.cv_squared(load)
-        out = torch.zeros_like(flat)
         idx = top_i.squeeze(1)
-        for e in range(self.n_experts):
-            sel = (idx == e).nonzero(as_tuple=True)[0]
-            if sel.numel():
-                out = out.index_add(0, sel, self.experts[e](flat[sel]) * gate[sel])
-        y = self.norm((flat + out).view(B, N, D))
+        load = torch.bincount(idx, minlength=self.n_experts)  # = (gates > 0).sum(0): every gate is > 0
+        aux = self.cv_squared(gates.sum(0)) + self.cv_squared(load)
+        y = self.norm((flat + self._dispatch(flat, idx, gate, load)).view(B, N, D))
         return F.gelu(y), aux, load.detach()
+
+    def _dispatch(self, flat: torch.Tensor, idx: torch.Tensor, gate: torch.Tensor, load: torch.Tensor
+                  ) -> torch.Tensor:
+        """``gate * expert_idx(token)`` per token. The experts run in index order, each on its tokens in
+        token order (so dropout draws the same masks whichever path runs); one expert holding every token
+        (collapsed routing, and always at the zero-initialised router) runs on ``flat`` itself."""
+        counts = load.tolist()
+        if max(counts) == len(flat):
+            return self.experts[counts.index(len(flat))](flat) * gate
+        order = torch.argsort(idx, stable=True)  # tokens grouped by expert, ascending within each
+        parts = [self.experts[e](flat[sel]) * gate[sel]
+                 for e, sel in enumerate(torch.split(order, counts)) if counts[e]]
+        return torch.zeros_like(flat).index_copy(0, order, torch.cat(parts))
 
 
 def soft_sparsify(h: torch.Tensor, s: torch.Tensor, k: int, merge: bool = True
