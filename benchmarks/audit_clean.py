@@ -1,7 +1,7 @@
 """Clean-data false flags of ``trustlab audit`` (issue 42): every check with its default settings on tables with no
 planted problem, and the planted table for contrast.
 
-Run: ``python benchmarks/audit_clean.py [--out f.json] [--tables clean,synthetic,breast_cancer,wine,digits,planted]``;
+Run: ``python benchmarks/audit_clean.py [--json f.json] [--tables clean,synthetic,breast_cancer,wine,digits,planted]``;
 ``--task regression``: the regression tables (``diabetes``, ``make_regression``, ``friedman1`` and the held-out seed-1
 copies of the two generators) with ``RandomForestRegressor(n_estimators=50, min_samples_leaf=10)``.
 
@@ -11,14 +11,26 @@ bundled real tables breast cancer, wine and digits; and ``example:planted``. Mod
 ``RandomForestClassifier(n_estimators=50, min_samples_leaf=10)`` fitted by the audit, 30 % held out, seed 0. The
 target (docs/audit.md): at most one check flags on each clean table. ``iris`` and ``synthetic_seed1`` (the same
 generator, seed 1) were added after the thresholds were set from the first five: held-out tables, to see whether the
-calibrated thresholds carry over. Prints a Markdown table.
+calibrated thresholds carry over. Prints a Markdown table. Each table's audit is timed once (``bench.once``).
+Harness options: ``--json PATH`` (``--out`` is an alias), ``--no-docs``, ``--render-only``; a default run writes
+``docs/benchmarks_files/audit-clean.json`` (``audit-clean-regression.json`` with ``--task regression``) and its
+section of ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _harness  # noqa: E402
+
+NAME = "audit-clean"
+NOTES = """The target (docs/audit.md): at most one check flags on each clean table; `planted` is the contrast (its
+problems are planted, so it should flag). `iris` and `synthetic_seed1` are held-out tables (added after the
+thresholds were set from the first five). The explanation of each threshold and the earlier runs are in
+docs/audit.md."""
 
 SPEC = "sklearn.ensemble.RandomForestClassifier(n_estimators=50, min_samples_leaf=10)"
 TABLES = ("clean", "synthetic", "breast_cancer", "wine", "digits", "planted", "iris", "synthetic_seed1")
@@ -57,38 +69,46 @@ def load(name: str):
     return bunch.data, bunch.target
 
 
-def main() -> tuple[dict, str | None]:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tables", default=None)
-    ap.add_argument("--task", choices=("classification", "regression"), default="classification")
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
+def run(bench: _harness.Bench, args: Any) -> None:
     from trustlab.audit import audit
 
     out = {}
     regression = args.task == "regression"
     for name in (args.tables or ",".join(REG_TABLES if regression else TABLES)).split(","):
         X, y = load(name)
-        t0 = time.perf_counter()
-        rep = audit(REG_SPEC if regression else SPEC, X, y, random_state=0)
+        rep, wall = bench.once(name, lambda X=X, y=y: audit(REG_SPEC if regression else SPEC, X, y, random_state=0))
         out[name] = {"rows": len(X), "features": X.shape[1], "classes": None if regression else int(y.nunique()),
-                     "flagged": rep.flagged,
-                     "wall_time_s": round(time.perf_counter() - t0, 1),
+                     "flagged": rep.flagged, "wall_time_s": wall,
                      "status": {c.name: c.status for c in rep.checks},
                      "numbers": {k: rep.metrics.get(m) for k, m in KEYS.items()},
                      "headlines": {c.name: c.headline or c.reason for c in rep.checks}}
-        print(name, rep.flagged, out[name]["wall_time_s"], "s", flush=True)
-    print("| table | rows x features | flagged | " + " | ".join(KEYS) + " |")
-    print("|---|---|---|" + "---|" * len(KEYS))
+        print(name, rep.flagged, f"{wall:.1f}", "s", flush=True)
+    bench.put(tables=out, spec=REG_SPEC if regression else SPEC)
+    print(_table(out))
+
+
+def _table(out: dict[str, Any]) -> str:
+    lines = ["| table | rows x features | flagged | seconds | " + " | ".join(KEYS) + " |",
+             "|---|---|---|---:|" + "---|" * len(KEYS)]
     for name, r in out.items():
         nums = " | ".join("-" if v is None else f"{v:.3g}" for v in r["numbers"].values())
-        print(f"| {name} | {r['rows']} x {r['features']} | {', '.join(r['flagged']) or 'nothing'} | {nums} |")
-    return out, args.out
+        lines.append(f"| {name} | {r['rows']} x {r['features']} | {', '.join(r['flagged']) or 'nothing'} | "
+                     f"{r['wall_time_s']:.1f} | {nums} |")
+    return "\n".join(lines)
+
+
+def render(result: dict[str, Any]) -> str:
+    p, v = result["params"], result["values"]
+    return "\n".join([f"## Audit on clean tables (issue 42, {p['task']})", "",
+                      f"`benchmarks/audit_clean.py --task {p['task']}`: every check with its default settings, model "
+                      f"`{v['spec']}` fitted by the audit, 30 % held out, seed 0; one audit per table.", "",
+                      _table(v["tables"]), "", NOTES, "", _harness.setting_line(result)])
 
 
 if __name__ == "__main__":
-    from trustlab.core.files import atomic_write_text
-
-    result, path = main()
-    if path:
-        atomic_write_text(path, json.dumps(result, indent=1))
+    ap = _harness.parser(__doc__)
+    ap.add_argument("--out", dest="json", default=None, help="alias of --json")
+    ap.add_argument("--tables", default=None)
+    ap.add_argument("--task", choices=("classification", "regression"), default="classification")
+    a = ap.parse_args()
+    _harness.main(NAME if a.task == "classification" else f"{NAME}-regression", a, lambda b: run(b, a), render)
