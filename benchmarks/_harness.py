@@ -236,8 +236,16 @@ def main(name: str, args: argparse.Namespace, run: Callable[[Bench], None],
 
 @contextlib.contextmanager
 def threads(n: int | None) -> Iterator[None]:
-    """``trustlab.core.threads.limit_threads`` (BLAS pools and torch), re-exported for the scripts."""
+    """``trustlab.core.threads.limit_threads`` (BLAS pools and torch), re-exported for the scripts.
+
+    ``limit_threads`` changes torch's threads only when torch is already imported; a benchmark imports it lazily
+    inside the block, so torch is imported here first (when installed) and the limit holds for it too."""
+    import importlib.util
+
     from trustlab.core.threads import limit_threads
+
+    if n is not None and importlib.util.find_spec("torch") is not None:
+        import torch  # noqa: F401
 
     with limit_threads(n):
         yield
