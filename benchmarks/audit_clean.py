@@ -34,6 +34,7 @@ docs/audit.md."""
 
 SPEC = "sklearn.ensemble.RandomForestClassifier(n_estimators=50, min_samples_leaf=10)"
 TABLES = ("clean", "synthetic", "breast_cancer", "wine", "digits", "planted", "iris", "synthetic_seed1")
+HELD_OUT = ("iris", "synthetic_seed1", "regression_seed1", "friedman1_seed1")
 REG_SPEC = "sklearn.ensemble.RandomForestRegressor(n_estimators=50, min_samples_leaf=10)"
 REG_TABLES = ("diabetes", "regression", "friedman1", "regression_seed1", "friedman1_seed1")
 #: the numbers shown per check in the table
@@ -102,7 +103,17 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join([f"## Audit on clean tables (issue 42, {p['task']})", "",
                       f"`benchmarks/audit_clean.py --task {p['task']}`: every check with its default settings, model "
                       f"`{v['spec']}` fitted by the audit, 30 % held out, seed 0; one audit per table.", "",
-                      _table(v["tables"]), "", NOTES, "", _harness.setting_line(result)])
+                      _table(v["tables"]), "", _verdict(v["tables"]), "", NOTES, "", _harness.setting_line(result)])
+
+
+def _verdict(tables: dict[str, Any]) -> str:
+    """The target (at most one flag per table without planted problems), read from the JSON."""
+    over = {k: len(r["flagged"]) for k, r in tables.items() if k != "planted" and len(r["flagged"]) > 1}
+    clean = [k for k in tables if k != "planted"]
+    if not over:
+        return f"Target (at most one check flags on each clean table): **met** on all {len(clean)} clean tables."
+    return (f"Target (at most one check flags on each clean table): **missed** on {len(over)} of {len(clean)}: "
+            + ", ".join(f"{k} ({n} flags{', held out' if k in HELD_OUT else ''})" for k, n in over.items()) + ".")
 
 
 if __name__ == "__main__":
