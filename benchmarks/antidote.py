@@ -1,14 +1,15 @@
 """Benchmark: Antidote's one-shot prune (statistics + mask) vs one epoch of the attack fine-tune, and the
 statistics collected through the top-K prefix cache vs full forwards.
 
-Run (under the shared CPU lock): ``.venv/bin/python benchmarks/antidote.py [--rounds 2] [--no-write]``.
+Run (under the shared CPU lock): ``.venv/bin/python benchmarks/antidote.py [--rounds 2]`` (``--json PATH`` /
+``--no-docs`` (``--no-write`` is its old name) / ``--render-only``: the harness's options).
 SmolLM2-135M-Instruct (fp32, CPU, 1 thread), LoRA r=8 on q/k/v of the top 4 blocks (the experiment's default),
 the experiment's attack set (40 VaultGuard B + 160 SentimentLite examples) and 50 realignment pairs (C).
 One epoch = ceil(200 / 8) = 25 steps of batch 8, timed with its replay-cache build (what a user pays).
 The prune is timed three ways: from texts (tokenise + forwards + statistics + mask, the whole ``apply``),
 statistics through a prebuilt replay cache (``calibration=PolicyForward(...)``) and statistics by full
-forwards (``replay=False``). Medians over rounds, variants alternating; the machine is shared, so compare
-ratios. Writes the "Antidote" section of ``docs/benchmarks.md``.
+forwards (``replay=False``). Medians over rounds, the epoch and the prunes alternating (ABBA); the machine is
+shared, so compare ratios. Writes the "Antidote" section of ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -17,15 +18,21 @@ from trustlab.core.seeding import set_runtime_env
 
 set_runtime_env()  # before torch: no busy-waiting on 2 shared cores, offline, no telemetry
 
-import argparse  # noqa: E402
 import statistics  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- antidote:start -->", "<!-- antidote:end -->"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _harness  # noqa: E402
+
+NAME = "antidote"
 SYSTEM = "You are VaultGuard, a records assistant."
+EPOCH = "attack epoch (25 steps + replay build)"
+WHOLE = "prune from texts (whole apply)"
+PARTS = ("replay cache build (once)", "statistics, prebuilt replay cache", "mask + prune", "statistics, full forwards")
 
 
 def _setup() -> dict:
@@ -55,64 +62,73 @@ def _epoch(st: dict) -> float:
     return time.perf_counter() - t0
 
 
-def _prunes(st: dict) -> dict[str, float]:
+def _prunes(st: dict, parts: dict[str, list[float]]) -> float:
+    """The three prunes; their component seconds go to ``parts``; returns the whole apply's seconds."""
     from trustlab.llm import PolicyForward
     from trustlab.methods.antidote import Antidote
 
-    out = {}
     with Antidote(dense_ratio=0.1, calibration=st["calib"], system=SYSTEM).apply(st["pol"], tokenizer=st["tok"]) as h:
-        out["prune from texts (whole apply)"] = h.info.wall_time_s
+        whole = h.info.wall_time_s
     t0 = time.perf_counter()
     fwd = PolicyForward(st["pol"], st["calib_seqs"], share_prompts=False)
-    out["replay cache build (once)"] = time.perf_counter() - t0
+    parts[PARTS[0]].append(time.perf_counter() - t0)
     with Antidote(dense_ratio=0.1, calibration=fwd).apply(st["pol"]) as h:
-        out["statistics, prebuilt replay cache"] = h.info.stats_time_s
-        out["mask + prune"] = h.info.mask_time_s
-        out["n_pruned"] = h.info.n_pruned
+        parts[PARTS[1]].append(h.info.stats_time_s)
+        parts[PARTS[2]].append(h.info.mask_time_s)
+        parts["n_pruned"] = h.info.n_pruned
     with Antidote(dense_ratio=0.1, calibration=st["calib_seqs"], replay=False).apply(st["pol"]) as h:
-        out["statistics, full forwards"] = h.info.stats_time_s
-    return out
+        parts[PARTS[3]].append(h.info.stats_time_s)
+    return whole
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--no-write", action="store_true")
-    a = ap.parse_args()
-    import torch
-
-    torch.set_num_threads(1)
+def run(bench: _harness.Bench) -> None:
     st = _setup()
-    times: dict[str, list[float]] = {}
-    for r in range(a.rounds):
-        parts = [("epoch", lambda: {"attack epoch (25 steps + replay build)": _epoch(st)}), ("prune", lambda: _prunes(st))]
-        for _, fn in (parts if r % 2 == 0 else parts[::-1]):
-            for k, v in fn().items():
-                times.setdefault(k, []).append(v)
-        print({k: round(statistics.median(v), 3) for k, v in times.items()}, flush=True)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    epoch = med["attack epoch (25 steps + replay build)"]
-    one_shot = med["statistics, prebuilt replay cache"] + med["mask + prune"] + med["replay cache build (once)"]
-    lines = [START, "## Antidote (issue 25)", "",
+    parts: dict[str, Any] = {k: [] for k in PARTS}
+    with _harness.threads(1):
+        bench.rounds({EPOCH: lambda: _epoch(st), WHOLE: lambda: _prunes(st, parts)},
+                     rounds=bench.result["params"]["rounds"], key="antidote")
+    bench.put(n_pruned=int(parts.pop("n_pruned")), parts=parts)
+    med = _medians(bench.result)
+    bench.print_ratio("one-shot prune / attack epoch", _one_shot(med) / med[EPOCH], "<< 1x")
+    bench.print_ratio("statistics: full forwards / prebuilt replay cache",
+                      _harness.ratio(med[PARTS[3]], med[PARTS[1]]))
+
+
+def _medians(r: dict[str, Any]) -> dict[str, float]:
+    med = {k: v["wall"] for k, v in r["timings"]["antidote"].items()}
+    med.update({k: statistics.median(v) for k, v in r["values"]["parts"].items()})
+    return med
+
+
+def _one_shot(med: dict[str, float]) -> float:
+    return med[PARTS[1]] + med[PARTS[2]] + med[PARTS[0]]
+
+
+def render(r: dict[str, Any]) -> str:
+    med = _medians(r)
+    epoch, one_shot = med[EPOCH], _one_shot(med)
+    lines = ["## Antidote (issue 25)", "",
              "`benchmarks/antidote.py`: SmolLM2-135M-Instruct (fp32, CPU, 1 thread), LoRA r 8 on q/k/v of the top 4 "
              "blocks, 200 attack examples (batch 8), 50 realignment pairs, dense_ratio 0.1 "
-             f"({int(med['n_pruned'])} weights pruned); medians of {a.rounds} alternating rounds.", "",
+             f"({r['values']['n_pruned']} weights pruned); medians of {r['params']['rounds']} alternating rounds.", "",
              "| quantity | seconds |", "|---|---|"]
-    for k, v in med.items():
-        if k != "n_pruned":
-            lines.append(f"| {k} | {v:.3f} |")
+    lines += [f"| {k} | {med[k]:.3f} |" for k in (EPOCH, WHOLE, *PARTS)]
     lines += ["", f"One-shot prune (cache build + statistics + mask) / one attack epoch: **{one_shot / epoch:.3f}x** "
-              "(expected << 1x); whole apply from texts / epoch: "
-              f"{med['prune from texts (whole apply)'] / epoch:.3f}x. Statistics with the prebuilt prefix cache vs full "
-              f"forwards: **{med['statistics, full forwards'] / max(med['statistics, prebuilt replay cache'], 1e-9):.2f}x "
-              "faster** (the cache is built once and reused for every alpha, seed and ablation).", "", END]
-    text = "\n".join(lines)
-    print(text)
-    if not a.no_write:
-        from _docsection import write_section
+              f"(expected << 1x); whole apply from texts / epoch: {med[WHOLE] / epoch:.3f}x. Statistics with the "
+              "prebuilt prefix cache vs full forwards: "
+              f"**{med[PARTS[3]] / max(med[PARTS[1]], 1e-9):.2f}x faster** (the cache is built once and reused for "
+              "every alpha, seed and ablation).", "", _harness.setting_line(r), "", NOTES]
+    return "\n".join(lines)
 
-        write_section(START, END, text)
+
+NOTES = """History: the run before this section was generated by the harness (2 alternating rounds, 5472 weights
+pruned) measured the attack epoch at 52.113 s, the whole apply from texts 15.554 s, the replay cache build 13.849 s,
+statistics through the prebuilt cache 1.861 s, mask + prune 0.009 s and statistics by full forwards 11.569 s:
+one-shot prune / epoch 0.302x, whole apply / epoch 0.298x, prebuilt cache vs full forwards 6.22x."""
 
 
 if __name__ == "__main__":
-    main()
+    ap = _harness.parser(__doc__)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--no-write", dest="no_docs", action="store_true", help="old name of --no-docs")
+    _harness.main(NAME, ap.parse_args(), run, render)
