@@ -251,6 +251,16 @@ def threads(n: int | None) -> Iterator[None]:
         yield
 
 
+def flops(fn: Callable[[], Any]) -> float:
+    """FLOPs of one call of ``fn`` (matmuls and attention, forward + backward), counted by torch's
+    ``FlopCounterMode``."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as fc:
+        fn()
+    return float(fc.get_total_flops())
+
+
 def fmt_s(seconds: float) -> str:
     """Seconds for a table: 3 significant figures, ms below 1 s."""
     if seconds < 1:

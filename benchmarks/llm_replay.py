@@ -33,14 +33,6 @@ SHAPES = ((16, 32), (8, 128), (4, 512))
 FLOP_STEPS = 6
 
 
-def _flops(fn: Any) -> float:
-    from torch.utils.flop_counter import FlopCounterMode
-
-    with FlopCounterMode(display=False) as fc:
-        fn()
-    return float(fc.get_total_flops())
-
-
 def replay_steps(bench: _harness.Bench, n_pairs: int, rounds: int, steps: int) -> None:
     from llm_train import MODULES, _pairs
 
@@ -55,7 +47,7 @@ def replay_steps(bench: _harness.Bench, n_pairs: int, rounds: int, steps: int) -
                "full": PolicyForward(pm, pairs.sequences, replay=None)}
         ref = ReferenceCache.compute(fwd["replay"])
         objs = {name: PreferenceObjective(f, pairs, reference=ref) for name, f in fwd.items()}
-        flops = {name: _flops(lambda o=o, pm=pm: train(pm, o, steps=FLOP_STEPS, batch_size=8, lr=1e-4, random_state=0))
+        flops = {name: _harness.flops(lambda o=o, pm=pm: train(pm, o, steps=FLOP_STEPS, batch_size=8, lr=1e-4, random_state=0))
                  / FLOP_STEPS for name, o in objs.items()}  # the mean step: batches differ in length
         times: dict[str, list[float]] = {name: [] for name in objs}
         order = list(objs.items())
@@ -95,7 +87,7 @@ def throughput(bench: _harness.Bench) -> None:
             with torch.no_grad():
                 model(ids, use_cache=False)
 
-        flops = _flops(fwd)
+        flops = _harness.flops(fwd)
         wall = bench.compare({"forward": fwd}, repeat=5, warmup=1, key=f"forward {bsz}x{t}")["forward"]["wall"]
         rows.append({"batch": bsz, "tokens": t, "flops": flops, "wall": wall, "tok_per_s": bsz * t / wall,
                      "gflops_per_s": flops / wall / 1e9, "share_of_peak": flops / wall / 1e9 / peak})
