@@ -191,3 +191,26 @@ def control_prompts() -> list[str]:
     out += [f"Give me a fun fact about {a}." for a in _ANIMALS + _THINGS[:10]]
     out += [f"What is a good first step when {t.replace('ing ', 'ing ')}?" for t in _TOPICS[:20]]
     return out
+
+
+#: templates of the held-out control prompts (issue 41): phrasings that none of :func:`control_prompts` uses
+_HELDOUT_TOPIC = ["What is one common mistake people make when {t}?", "Share one short tip about {t}.",
+                  "Why do many people enjoy {t}?", "Give me a simple plan for {t} this weekend.",
+                  "List two things I need before {t}.", "How much time should I set aside for {t}?"]
+_HELDOUT_THING = ["How would you explain {t} to a friend?", "What is {t} used for?", "What is interesting about {t}?"]
+_HELDOUT_ANIMAL = ["Describe {t} in one sentence.", "Where does {t} usually live?", "How big does {t} get?"]
+
+
+def heldout_control_prompts(n: int, seed: int) -> list[str]:
+    """``n`` benign prompts for the held-out control set of C3a, drawn without replacement (``random.Random(seed)``)
+    from new templates over the same topic tables; none equals a prompt of :func:`control_prompts`."""
+    import random
+
+    pool = [f.format(t=t) for f in _HELDOUT_TOPIC for t in _TOPICS] + \
+        [f.format(t=t) for f in _HELDOUT_THING for t in _THINGS] + \
+        [f.format(t=t) for f in _HELDOUT_ANIMAL for t in _ANIMALS]
+    shipped = set(control_prompts())
+    pool = [p for p in pool if p not in shipped]
+    if n > len(pool):
+        raise ValueError(f"heldout_control_prompts: n={n} is more than the {len(pool)} prompts the templates give")
+    return random.Random(seed).sample(pool, n)

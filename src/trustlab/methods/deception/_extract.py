@@ -1,5 +1,7 @@
 """Dialogues -> per-token residual-stream activations of their detection masks (via ``trustlab.llm.collect``).
 
+Dialogues of one call that render to the same token ids (e.g. an instructed pair and the same statement
+with another detection mask) are run once, on the union of their masks, and each gets its own tokens back.
 With ``cache_dir`` the activations are also stored on disk, one entry per (model fingerprint, layer,
 tokenised dialogues), so a second script on the same model and dialogues reads them instead of running
 the model again (see :func:`trustlab.llm.cached_arrays`).
@@ -98,7 +100,11 @@ class ActivationExtractor:
             return self._cache[key]
         dialogues = list(dialogues)
         td = tokenize_dialogues(self.tokenizer, dialogues, padding=self.padding, n_ctx=self.n_ctx)
-        acts, groups = self._activations(td, progress)
+        uniq, owner = _unique_sequences(td)
+        acts, groups = self._activations(uniq, progress)
+        if owner is not None:
+            rows = _own_rows(td, uniq, owner, np.asarray(groups))
+            acts, groups = {la: a[rows] for la, a in acts.items()}, np.repeat(np.arange(len(td)), td.n_detected)
         labels = np.array([d.label for d in dialogues], dtype=object)
         out = DialogueActivations(acts, groups, labels, [dict(d.meta) for d in dialogues])
         if len(out) != len(dialogues) or np.any(out.n_tokens != td.n_detected):
@@ -140,6 +146,34 @@ class ActivationExtractor:
                 done[la], _ = cached_arrays(keys[la], lambda a=arrays: a, cache_dir=self.cache_dir,
                                             kind="activations")
         return {la: done[la]["acts"] for la in self.layers}, done[self.layers[0]]["dialogue"]
+
+
+def _unique_sequences(td: TokenizedDialogues) -> tuple[TokenizedDialogues, list[int] | None]:
+    """One entry per distinct token sequence, its mask the union of its dialogues' masks; ``owner[i]`` is the
+    entry of dialogue ``i`` (None when every sequence is distinct)."""
+    first: dict[tuple[int, ...], int] = {}
+    owner = [first.setdefault(tuple(ids), len(first)) for ids in td.input_ids]
+    if len(first) == len(td):
+        return td, None
+    ids: list[list[int]] = [[] for _ in first]
+    masks: list[np.ndarray] = [np.zeros(0, bool) for _ in first]
+    texts = [""] * len(first)
+    for i, u in enumerate(owner):
+        if masks[u].size:
+            masks[u] = masks[u] | td.masks[i]
+        else:
+            ids[u], masks[u], texts[u] = td.input_ids[i], td.masks[i].copy(), td.texts[i]
+    return TokenizedDialogues(ids, masks, texts), owner
+
+
+def _own_rows(td: TokenizedDialogues, uniq: TokenizedDialogues, owner: list[int], groups: np.ndarray) -> np.ndarray:
+    """Row indices (into the activations of ``uniq``) of each dialogue's own detected tokens, in dialogue order."""
+    starts = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=len(uniq)))])
+    out = []
+    for i, u in enumerate(owner):
+        own = td.masks[i][np.nonzero(uniq.masks[u])[0]]  # which of the union's tokens are this dialogue's
+        out.append(starts[u] + np.nonzero(own)[0])
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
 class _Missing(Exception):
