@@ -14,7 +14,8 @@ def _flip(y: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarr
 
 
 def make_demo(cfg: Any, seed: int) -> dict[str, Any]:
-    """The spec 3.4 scenario: clean base data, the demo's flips, and the re-submission."""
+    """The spec 3.4 scenario: clean base data, the demo's flips, the re-submission, and a second validation set
+    of the same size drawn from the digits that are neither training nor validation (S1)."""
     from trustlab.data.images import load_digits_images
 
     ds = load_digits_images(flatten=True)
@@ -23,6 +24,8 @@ def make_demo(cfg: Any, seed: int) -> dict[str, Any]:
     n = cfg.n_owners * cfg.points_per_owner
     X, y0 = ds.X[idx[:n]].astype(np.float64), ds.y[idx[:n]].copy()
     X_val, y_val = ds.X[idx[n:n + cfg.n_val]].astype(np.float64), ds.y[idx[n:n + cfg.n_val]].copy()
+    v2 = idx[n + cfg.n_val:n + 2 * cfg.n_val]  # S1's disjoint validation set, from digits nobody submitted
+    X_val2, y_val2 = ds.X[v2].astype(np.float64), ds.y[v2].copy()
     owner = np.repeat(np.arange(cfg.n_owners), cfg.points_per_owner)
     rates = np.zeros(cfg.n_owners)
     rates[cfg.n_owners - len(cfg.flip_rates):] = cfg.flip_rates
@@ -33,6 +36,6 @@ def make_demo(cfg: Any, seed: int) -> dict[str, Any]:
         y = _flip(y, f, rng)
         flipped[f] = True
     src = owner == cfg.resubmitted
-    return {"X": X, "y": y, "y_clean": y0, "owner": owner, "X_val": X_val, "y_val": y_val, "rates": rates,
+    return {"X": X, "y": y, "y_clean": y0, "owner": owner, "X_val": X_val, "y_val": y_val, "X_val2": X_val2, "y_val2": y_val2, "rates": rates,
             "flipped": flipped, "X_demo": np.vstack([X, X[src]]), "y_demo": np.concatenate([y, y[src]]),
             "owner_demo": np.concatenate([owner, np.full(int(src.sum()), cfg.resubmitter)]), "rng": rng}
