@@ -13,6 +13,10 @@ before the first default run):
   scratch), differs under another seed, passes the blinding scan, and its sealed key re-identifies every stimulus;
 * C4 the power helper gives Cohen's (1988, Table 2.4.1) n per group: 64 for d = 0.5 and 26 for d = 0.8
   (two-sided alpha 0.05, power 0.8); C4b (secondary) it matches statsmodels' TTestIndPower when installed.
+
+Issue 41 (pre-registered before the default run that reports them; C2a and C1b keep their statements):
+C2d placebo separation of integrated gradients from the background mean; C1d per-row detectability of MLP SHAP
+on 100 rows per seed, pass rate >= 0.8; C5/C5b quantus' MPRT gives our verdict (see ``_xai_controls_extra``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 
 from trustlab.core.base import PaperInfo
 from trustlab.core.constraints import Interval, validate_value
+from trustlab.experiments import _xai_controls_extra as _extra
 from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.results.result import Result
 
@@ -36,8 +41,10 @@ EXTRAS: tuple[str, ...] = ("xai-torch",)
 
 #: the explainers with claims, as (model, method) -> label
 CLAIMED = {("mlp", "gradient"): "MLP gradient", ("mlp", "shap"): "MLP SHAP", ("rf", "shap"): "RF TreeSHAP"}
+#: run in every mode for C2d only (issue 41): integrated gradients from the background mean, the deletion's fill value
+SEPARATED = {("mlp", "integrated_gradients"): "MLP IG"}
 #: reported beside them without a claim (input-dominated explainers, Adebayo et al. 2018)
-REPORTED = {("mlp", "input_x_gradient"): "MLP input x gradient", ("mlp", "integrated_gradients"): "MLP IG"}
+REPORTED = {("mlp", "input_x_gradient"): "MLP input x gradient"}
 BROKEN = {"mlp": "MLP model-ignoring", "rf": "RF model-ignoring"}
 COHEN = {0.5: 64, 0.8: 26}  # Cohen (1988), Table 2.4.1: n per group, two-sided alpha 0.05, power 0.8
 
@@ -52,7 +59,9 @@ class Config(ExperimentConfig):
     epochs: int = 30                      # trustlab.models.TrainConfig's default
     n_trees: int = 100                    # scikit-learn's default
     study_rows: int = 6
-    reported: bool = True                 # also run the input-dominated explainers (no claim)
+    reported: bool = True                 # also run input x gradient (no claim)
+    c1_rows: int = 100                    # C1d: MLP SHAP rows per seed (issue 41: >= 100)
+    quantus: bool = True                  # C5/C5b: quantus' MPRT cross-check (SKIP when quantus is absent)
     train_models: bool = True             # False (the KNOCKOUT): MLP left untrained, RF fitted to permuted labels
 
     @classmethod
@@ -73,7 +82,7 @@ class Config(ExperimentConfig):
             raise ConfigError(f"The 'seeds' field of {own} must hold at least 2 seeds (claim 2 is a CI over seeds). "
                               f"Got {self.seeds!r} instead.")
         validate_value(own, "train_frac", self.train_frac, [Interval(float, 0, 1, closed="neither")])
-        for name in ("n_explain", "n_background", "epochs", "n_trees", "study_rows"):
+        for name in ("n_explain", "n_background", "epochs", "n_trees", "study_rows", "c1_rows"):
             validate_value(own, name, getattr(self, name), [Interval(int, 2, None)])
 
 
@@ -150,22 +159,28 @@ def _record(res: Result, label: str, seed: int, e: Any) -> None:
 
 
 def _explain_all(cfg: Config, ctx: RunContext, res: Result, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    from trustlab.experiments import _xai_controls_extra as extra
     from trustlab.explain import explain
 
     keep: dict[str, Any] = {}
-    jobs = {**CLAIMED, **(REPORTED if cfg.reported else {})}
+    jobs = {**CLAIMED, **SEPARATED, **(REPORTED if cfg.reported else {})}
     for seed in ctx.progress(cfg.seeds, desc="seeds"):
         m = _models(cfg, seed, X, y)
         res.add(explainer="model", seed=seed, metric="test_accuracy", control="mlp", value=m["acc"]["mlp"])
         res.add(explainer="model", seed=seed, metric="test_accuracy", control="rf", value=m["acc"]["rf"])
         todo = [(label, model, method) for (model, method), label in jobs.items()]
         todo += [(label, model, model_ignoring) for model, label in BROKEN.items()]
+        mlp_done = {}
         for label, model, method in todo:
             e = explain(m[model], X[m["rows"]], method=method, X_train=X[m["tr"]], y_train=y[m["tr"]],
                         n_background=cfg.n_background, refit=m["refit"][model], random_state=seed)
             _record(res, label, seed, e)
+            if model == "mlp":
+                mlp_done[label] = (e, method)
             if seed == cfg.seeds[0] and label == "RF TreeSHAP":
                 keep = {"model": m["rf"], "X": X, "y": y, "m": m}
+        extra.rows_job(cfg, seed, m, X, y, res, model_ignoring)
+        extra.quantus_job(cfg, seed, m, X, y, res, mlp_done)
         _record_controls(res, seed, m, X, y)
         ctx.check_budget(f"seed {seed}")
     return keep
@@ -340,7 +355,7 @@ def _margins(result: Result, label: str) -> np.ndarray:
 
 
 def _separation(model: str, method: str) -> Any:
-    label = CLAIMED[(model, method)]
+    label = {**CLAIMED, **SEPARATED}[(model, method)]
 
     def check(result: Result) -> CheckResult:
         from scipy import stats
@@ -388,7 +403,8 @@ def _check_statsmodels_power(result: Result) -> CheckResult:
 
 
 def _scale(cfg: dict[str, Any]) -> str:
-    return (f"{len(cfg['seeds'])} seeds, {cfg['n_explain']} explained rows, {cfg['n_background']} background rows, "
+    return (f"{len(cfg['seeds'])} seeds, {cfg['n_explain']} explained rows (C1d: {cfg.get('c1_rows', '-')}), "
+            f"{cfg['n_background']} background rows, "
             f"MLP {tuple(cfg['hidden'])} x {cfg['epochs']} epochs, RF {cfg['n_trees']} trees")
 
 
@@ -410,6 +426,20 @@ CLAIMS = [
           _separation("mlp", "shap"), scale_note=_scale, requires=_PRE),
     Claim("C2c", "placebo separation (RF TreeSHAP): 95% CI of real minus best placebo deletion above 0",
           _separation("rf", "shap"), scale_note=_scale, requires=_PRE),
+    Claim("C2d", "(issue 41) placebo separation (MLP integrated gradients from the background mean, the deletion's "
+                 "fill value; C2a's gradient times (input - baseline) along the path): 95% CI of real minus best "
+                 "placebo deletion above 0", _separation("mlp", "integrated_gradients"), scale_note=_scale,
+          requires=_PRE),
+    Claim("C1d", f"(issue 41) per-row detectability (digits MLP, permutation SHAP, >= 100 rows per seed): the "
+                 f"fraction of (row, seed) pairs whose own |Spearman| is < 0.5 against both the randomised model's "
+                 f"and the label-permuted refit's explanation is >= {_extra.ROW_PASS:g}; the model-ignoring "
+                 f"explainer's is <= {1 - _extra.ROW_PASS:.1f}", _extra.check_rows, scale_note=_scale, requires=_PRE),
+    Claim("C5", "(issue 41) quantus cross-check: quantus' MPRT (top-down cascade, Spearman of |attributions|, all "
+                "features) gives our model-randomisation verdict (mean rho < 0.5) for every MLP explainer and seed",
+          _extra.check_quantus("all_features"), scale_note=_scale, requires=_PRE),
+    Claim("C5b", "(issue 41) the same with quantus' Spearman restricted to the features our verdict compares (its "
+                 "similarity_func): quantus' randomisation gives our verdict for every MLP explainer and seed",
+          _extra.check_quantus("compared_features"), scale_note=_scale, requires=_PRE),
     Claim("C3", "study export: byte-identical under the same seed (also recomputed from scratch), different under "
                 "another, no condition reachable from the stimuli, sealed key re-identifies every stimulus", _check_study),
     Claim("C4", "power helper: n per group for a two-sample t-test (alpha 0.05 two-sided, power 0.8) is 64 for d = 0.5 "

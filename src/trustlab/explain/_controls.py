@@ -176,9 +176,12 @@ def _explain_model(method: Any, adapter: ModelAdapter, model: Any, real: Explana
     return _control(real, raw.values, role, raw.base_values, raw.backend)
 
 
-def _corr(real: Explanation, other: Explanation, keep: np.ndarray, name: str) -> RankCorrelation:
+def _corr(real: Explanation, other: Explanation, keep: np.ndarray, name: str,
+          rows: dict[str, np.ndarray] | None = None) -> RankCorrelation:
     ra, na = row_spearman(real.values, other.values, absolute=True, keep=keep)
     rs, _ = row_spearman(real.values, other.values, absolute=False, keep=keep)
+    if rows is not None:
+        rows[name] = ra
     return RankCorrelation(name, float(np.nanmean(ra)) if na else float("nan"),
                            float(np.nanmean(rs)) if na else float("nan"), len(ra), na)
 
@@ -216,13 +219,14 @@ def _attach(real: Explanation, adapter: ModelAdapter, method: Any, bg: np.ndarra
     ctrl["baseline_linear"] = _linear_baseline(adapter, real, R)
     ctrl["baseline_global"] = _control(real, np.broadcast_to(np.abs(real.values).mean(axis=0), real.shape).copy(),
                                        "baseline_global", backend="global mean |attribution|")
-    corrs = {name: _corr(real, e, keep, name) for name, e in ctrl.items()}
+    per_row: dict[str, np.ndarray] = {}
+    corrs = {name: _corr(real, e, keep, name, per_row) for name, e in ctrl.items()}
     fill = bg.mean(axis=0)
     faith = {name: faithfulness_curves(adapter.target_values, real.data, e.values, real.target, fill,
                                        np.random.default_rng(seeds["faithfulness"]), THRESHOLDS["deletion_steps"])
              for name, e in {"real": real, **ctrl}.items()}
     verdict = judge(corrs, faith, reasons, [_corr(real, e, keep, s) for s, e in done],
-                    np.random.default_rng(seeds["faithfulness"] + 1))
+                    np.random.default_rng(seeds["faithfulness"] + 1), per_row, keep)
     real.controls = Controls(explanations=ctrl, unavailable=reasons, cascade=done)
     real.verdict = verdict
     return real

@@ -136,6 +136,10 @@ class SanityVerdict:
     faithfulness: dict[str, Faithfulness]
     cascade: list[RankCorrelation] = field(default_factory=list)
     thresholds: dict[str, Any] = field(default_factory=lambda: dict(THRESHOLDS))
+    #: control name -> each explained row's Spearman of |attributions| with that control (NaN where undefined)
+    row_correlations: dict[str, np.ndarray] = field(default_factory=dict)
+    #: the features the correlations compare (those that vary on the background and the explained rows)
+    compared_features: np.ndarray | None = None
 
     @property
     def status(self) -> str:
@@ -198,9 +202,12 @@ def _placebo_check(real: Faithfulness, placebos: dict[str, Faithfulness], rng: n
 
 
 def judge(correlations: dict[str, RankCorrelation], faith: dict[str, Faithfulness], reasons: dict[str, str],
-          cascade: list[RankCorrelation], rng: np.random.Generator) -> SanityVerdict:
+          cascade: list[RankCorrelation], rng: np.random.Generator,
+          row_correlations: dict[str, np.ndarray] | None = None, compared_features: np.ndarray | None = None
+          ) -> SanityVerdict:
     """The verdict from the measured correlations and faithfulness scores (see the module docstring)."""
     checks = [_randomisation_check(n, correlations.get(n), reasons.get(n))
               for n in ("model_randomisation", "data_randomisation")]
     checks.append(_placebo_check(faith["real"], {k: v for k, v in faith.items() if k.startswith("placebo")}, rng))
-    return SanityVerdict(checks=checks, correlations=correlations, faithfulness=faith, cascade=cascade)
+    return SanityVerdict(checks=checks, correlations=correlations, faithfulness=faith, cascade=cascade,
+                         row_correlations=dict(row_correlations or {}), compared_features=compared_features)
