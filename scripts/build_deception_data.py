@@ -4,8 +4,11 @@ Everything was written for trustlab: small fact tables turned into >= 12-word st
 false twin of each templated statement), hand-written facts, roleplay scenarios and benign control prompts.
 The control responses are SmolLM2-135M-Instruct's own greedy answers; they are regenerated only with
 ``--control`` (needs the model; run under the CPU lock), otherwise the shipped ``control.json`` is kept.
+``--heldout-control`` likewise (re)generates ``control_heldout.json`` (issue 41): the held-out control set of C3a,
+``heldout_size_for_power()`` prompts (the exact binomial power rule: 213 for 5 % -> 10 % at alpha 0.05, power
+0.8) drawn with seed ``HELDOUT_SEED`` from new prompt templates, answered by SmolLM2 in the same way.
 
-    python scripts/build_deception_data.py [--out DIR] [--control]
+    python scripts/build_deception_data.py [--out DIR] [--control] [--heldout-control]
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "deception_data"))
 
 from facts import CAPITALS, HAND_FACTS, templated_facts, true_false_facts  # noqa: E402
-from scenarios import ROLEPLAY, control_prompts  # noqa: E402
+from scenarios import ROLEPLAY, control_prompts, heldout_control_prompts  # noqa: E402
+
+#: the seed of the held-out control prompts (issue 41)
+HELDOUT_SEED = 41
 
 DEFAULT_OUT = HERE.parent / "src" / "trustlab" / "data" / "_files" / "deception"
 
@@ -82,7 +88,19 @@ def write(path: Path, doc: Any, indent: int = 0) -> None:
     tmp.replace(path)
 
 
-def build(out: Path, *, control: bool = False, max_new_tokens: int = 48) -> None:
+def heldout_control(out: Path, max_new_tokens: int) -> None:
+    """C3a's held-out controls: as many as the exact binomial power rule asks, new templates, SmolLM2's answers."""
+    from trustlab.methods.deception import heldout_size_for_power
+
+    n = heldout_size_for_power(p0=0.05, p1=0.10, alpha=0.05, power=0.8)
+    prompts = heldout_control_prompts(n, HELDOUT_SEED)
+    responses, info = generate_control(prompts, max_new_tokens)
+    info.update(seed=HELDOUT_SEED, size_rule="heldout_size_for_power(p0=0.05, p1=0.10, alpha=0.05, power=0.8)")
+    write(out / "control_heldout.json", {"generation": info,
+                                         "items": [{"prompt": p, "response": r} for p, r in zip(prompts, responses)]})
+
+
+def build(out: Path, *, control: bool = False, heldout: bool = False, max_new_tokens: int = 48) -> None:
     out.mkdir(parents=True, exist_ok=True)
     mixed = mixed_facts()
     write(out / "facts.json", {"facts": mixed})
@@ -98,7 +116,12 @@ def build(out: Path, *, control: bool = False, max_new_tokens: int = 48) -> None
                                      "items": [{"prompt": p, "response": r} for p, r in zip(prompts, responses)]})
     elif not (out / "control.json").is_file():
         raise SystemExit(f"{out}/control.json is missing: run with --control to generate it.")
+    if heldout:
+        heldout_control(out, max_new_tokens)
+    elif not (out / "control_heldout.json").is_file():
+        raise SystemExit(f"{out}/control_heldout.json is missing: run with --heldout-control to generate it.")
     gen_info = json.loads((out / "control.json").read_text()).get("generation", {})
+    held = json.loads((out / "control_heldout.json").read_text())
     prov = {
         "written_for": "trustlab (issue 10), not copied from any data set",
         "builder": "scripts/build_deception_data.py (tables in scripts/deception_data/facts.py, scenarios.py)",
@@ -112,6 +135,10 @@ def build(out: Path, *, control: bool = False, max_new_tokens: int = 48) -> None
                        "same wrong answer without the instruction",
         "control": f"{len(prompts)} hand-written / templated benign prompts; responses generated once by "
                    f"SmolLM2-135M-Instruct: {gen_info or 'see control.json'}",
+        "control_heldout": f"{len(held['items'])} benign prompts for C3a's held-out check (issue 41), drawn with seed "
+                           f"{HELDOUT_SEED} from new templates over the same topic tables (none equals a control "
+                           "prompt); n from the exact binomial power rule; responses by SmolLM2-135M-Instruct: "
+                           f"{held['generation']}",
         "license": "same as trustlab",
     }
     write(out / "provenance.json", prov, indent=1)
@@ -121,7 +148,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--control", action="store_true", help="regenerate the control responses with SmolLM2")
+    ap.add_argument("--heldout-control", action="store_true",
+                    help="(re)generate C3a's held-out control set with SmolLM2 (issue 41)")
     ap.add_argument("--max-new-tokens", type=int, default=48)
     args = ap.parse_args()
-    build(args.out, control=args.control, max_new_tokens=args.max_new_tokens)
+    build(args.out, control=args.control, heldout=args.heldout_control, max_new_tokens=args.max_new_tokens)
     print(f"wrote {args.out}")

@@ -18,6 +18,7 @@ from trustlab.methods.deception import (
     TextBaseline,
     auroc,
     control,
+    control_heldout,
     evaluate_scores,
     instructed_pairs,
     layer_sweep,
@@ -460,4 +461,144 @@ def test_premise_beyond_text_and_knockout():
     r.summary["auroc_table"] = {}
     assert exp._pre_beyond_text(r).passed is False
     req = {c.id: c.requires for c in exp.CLAIMS}
-    assert req["C1"] == ("pre-beyond-text",) and req["C3a"] == () and req["C4"] == ()
+    assert req["C1"] == ("pre-beyond-text",) and req["C3a"] == ("pre-c3a-power",) and req["C4"] == ()
+    assert req["C5"] == ("pre-beyond-text", "pre-truth-decodable")
+
+
+def test_binomial_power_is_exact_and_gives_the_heldout_size():
+    """Issue 41: C3a's held-out size from the exact power of scipy's two-sided binomial test (5 % vs 10 %)."""
+    from scipy.stats import binom, binomtest
+
+    from trustlab.methods.deception import binomial_test_power, heldout_size_for_power
+
+    for n in (20, 57, 213):
+        reject = np.array([binomtest(k, n, 0.05).pvalue < 0.05 for k in range(n + 1)])
+        for p1 in (0.05, 0.10):
+            assert binomial_test_power(n, 0.05, p1, 0.05) == pytest.approx(binom.pmf(np.arange(n + 1), n, p1)[reject].sum())
+    assert binomial_test_power(20) < 0.2  # the old C3a: 20 held-out controls
+    n = heldout_size_for_power(0.05, 0.10, 0.05, 0.8)
+    assert n == 213 and binomial_test_power(n - 1) < 0.8
+    assert all(binomial_test_power(m) >= 0.8 for m in range(n, 2 * n + 1, 7))
+    # a threshold fitted on 180 exchangeable controls is not exact: the binomial test then rejects more often
+    assert binomial_test_power(n, 0.05, 0.05, n_calibration=180) > 2 * binomial_test_power(n, 0.05, 0.05)
+    assert len(control_heldout()) == n
+    with pytest.raises(InputError, match="n_max"):
+        heldout_size_for_power(0.05, 0.06, n_max=50)
+    from trustlab.core.exceptions import TrustlabError
+
+    with pytest.raises(TrustlabError, match="p1"):
+        binomial_test_power(10, 0.05, 1.5)
+
+
+def test_heldout_controls_are_other_prompts_rebuilt_from_the_seed():
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "scripts"
+    if not (root / "deception_data" / "scenarios.py").is_file():
+        pytest.skip("scripts/ not present (installed package)")
+    sys.path.insert(0, str(root / "deception_data"))
+    try:
+        from scenarios import control_prompts, heldout_control_prompts
+    finally:
+        sys.path.remove(str(root / "deception_data"))
+    held = [d.messages[0].content for d in control_heldout()]
+    assert not set(held) & set(control_prompts()) and len(set(held)) == len(held)
+    src = (root / "build_deception_data.py").read_text()
+    seed = int(src.split("HELDOUT_SEED = ")[1].split()[0])
+    assert heldout_control_prompts(len(held), seed) == held
+
+
+def test_extractor_runs_identical_sequences_once(monkeypatch):
+    """An instructed pair and its whole-statement twin are one token sequence: one model pass, own masks back."""
+    import trustlab.llm as llm
+    from trustlab.llm import tiny_random_llama
+
+    model, tk = tiny_random_llama(0)
+    ds = instructed_pairs(3)
+    twins = [Dialogue((d.messages[0], Message("assistant", d.messages[1].content + d.messages[2].content,
+                                                detect=True)), d.label) for d in ds]
+    seen = []
+    real = llm.collect
+    monkeypatch.setattr(llm, "collect", lambda m, ids, *a, **k: seen.append(len(ids)) or real(m, ids, *a, **k))
+    ex = ActivationExtractor(model, tk, layers=[1, 2], batch_size=4)
+    both = ex(ds + twins)
+    assert seen == [len(ds)]
+    alone = ActivationExtractor(model, tk, layers=[1, 2])
+    for i, d in enumerate(ds + twins):
+        one = alone([d])
+        for layer in (1, 2):
+            np.testing.assert_allclose(both.subset([i]).acts[layer], one.acts[layer], atol=1e-5)
+    assert np.all(both.n_tokens[len(ds):] > both.n_tokens[:len(ds)])  # the twins detect the last 5 words too
+
+
+def _truth_data(planted: bool, seed: int = 0):
+    """Synthetic C5 data: 40 facts x (honest, dishonest) x (true, false); false statements shifted when planted."""
+    rng = np.random.default_rng(seed)
+    rows, meta = [], []
+    for fact in range(40):
+        for persona in ("honest", "dishonest"):
+            for true in (True, False):
+                a = rng.normal(size=(3, 8))
+                a[:, 0] += 2.0 * (persona == "dishonest")
+                a[:, 1] += 3.0 * (planted and not true)
+                rows.append(a)
+                meta.append({"fact": fact, "persona": persona, "true": true})
+    acts = DialogueActivations({9: np.concatenate(rows).astype(np.float32)}, np.repeat(np.arange(len(rows)), 3),
+                               np.array(["honest" if m["persona"] == "honest" else "deceptive" for m in meta]), meta)
+    persona_probe = DeceptionProbe(layer=9).fit(acts, acts.labels)
+    tf = {"dialogues": [None] * len(rows), "acts": acts, "fact": np.array([m["fact"] for m in meta]),
+          "persona": np.array([m["persona"] for m in meta]), "true": np.array([m["true"] for m in meta])}
+    return {"seed": seed, "true_false": tf, "facts": {"train": set(range(24)), "held": set(range(24, 40))}}, persona_probe
+
+
+@pytest.mark.parametrize("planted", [True, False])
+def test_truth_premise_reads_truth_and_fails_under_the_knockout(planted):
+    import dataclasses
+
+    from trustlab.experiments import deception as exp
+    from trustlab.experiments._deception_checks import persona_vs_truth
+    from trustlab.results.result import Result
+
+    data, persona_probe = _truth_data(planted)
+    for knockout in (False, True):
+        r = Result("deception", "quick", {})
+        cfg = dataclasses.replace(exp.Config.quick(), shuffle_labels=knockout, truth_layer=9)
+        persona_vs_truth(cfg, r, data, {9: persona_probe})
+        assert "persona_vs_truth_secondary" not in r.summary and r.summary["persona_vs_truth"]["layer"] == 9
+        pv = r.summary["persona_vs_truth"]
+        assert pv["n_twins"] == 16 and pv["truth_probe"]["n_train"] == 48
+        assert pv["probe"]["persona_auroc"] > 0.9  # the persona probe reads the persona ...
+        assert exp._pre_truth(r).passed is (planted and not knockout), pv["truth_probe"]
+        if planted and not knockout:
+            assert pv["truth_probe"]["auroc_dishonest"] > 0.9
+
+
+def test_c3a_heldout_fpr_and_its_power_premise():
+    """C3a's threshold comes from the calibration controls; a shifted held-out set fails the binomial test."""
+    from trustlab.experiments import deception as exp
+    from trustlab.experiments._deception_checks import calibration
+    from trustlab.results.result import Result
+
+    class _Scorer:  # a dialogue's score = its first activation
+        def score_samples(self, a):
+            return a.acts[9][np.r_[0, np.cumsum(a.n_tokens)[:-1]], 0]
+
+    def acts(x, labels=None):
+        x = np.asarray(x, dtype=np.float32)
+        return DialogueActivations({9: np.c_[x, x]}, np.arange(len(x)),
+                                   np.array(labels if labels is not None else ["honest"] * len(x)))
+
+    rng = np.random.default_rng(0)
+    lab = np.array(["honest", "deceptive"] * 20)
+    ev = acts(rng.normal(size=40) + (lab == "deceptive"), lab)
+    for shift, passed in ((0.0, True), (1.0, False)):
+        data = {"seed": 0, "control": acts(rng.normal(size=400)), "control_hold": acts(rng.normal(size=213) + shift),
+                "test": ev, "roleplay": ev, "sandbagging": ev}
+        r = Result("deception", "quick", {})
+        calibration(exp.Config.quick(), r, data, _Scorer())
+        assert exp._pre_c3a_power(r).passed is True and r.summary["c3a_test"]["n_heldout"] == 213
+        assert exp._c3a(r).passed is passed, r.summary["heldout_control_fpr"]["0.05"]
+    data["control_hold"] = acts(rng.normal(size=60))
+    calibration(exp.Config.quick(), r, data, _Scorer())
+    assert exp._pre_c3a_power(r).passed is False

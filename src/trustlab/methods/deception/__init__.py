@@ -23,7 +23,8 @@ _LAZY = {
     "random_direction_probe": "_baselines", "shuffled_label_probe": "_baselines", "TextBaseline": "_baselines",
     "layer_sweep": "_baselines",
     "instructed_pairs": "_data", "roleplay": "_data", "sandbagging": "_data", "control": "_data",
-    "persona_statements": "_data",
+    "persona_statements": "_data", "control_heldout": "_data",
+    "binomial_test_power": "_power", "heldout_size_for_power": "_power",
 }
 
 __all__ = sorted(_LAZY)

@@ -12,6 +12,8 @@ Files (``trustlab/data/_files/deception/``, written for this project, see ``prov
   answers on the sandbagged skill (deceptive), correct answers off-skill (honest), and the same wrong
   answers without the instruction (honest-mistake control).
 * ``control.json``: ~180 benign prompts with SmolLM2-135M-Instruct's greedy responses, generated once.
+* ``control_heldout.json``: C3a's held-out controls (issue 41): 213 prompts from new templates (seed 41; the size
+  from the exact binomial power rule, :func:`heldout_size_for_power`), SmolLM2's greedy responses.
 * ``true_false.json``: 227 (true, false) twins of the templated facts (one answer swapped), for
   :func:`persona_statements`: true and false statements under a fixed persona.
 """
@@ -25,7 +27,7 @@ from trustlab.core.arguments import validate_args
 from trustlab.core.constraints import Interval
 from trustlab.methods.deception._dialogue import Dialogue, Message
 
-__all__ = ["instructed_pairs", "roleplay", "sandbagging", "control", "persona_statements"]
+__all__ = ["instructed_pairs", "roleplay", "sandbagging", "control", "control_heldout", "persona_statements"]
 
 _N = [None, Interval(int, 1, None)]
 
@@ -103,6 +105,14 @@ def control(n: int | None = None) -> list[Dialogue]:
     rows = _load("control.json")["items"][:n]
     return [Dialogue((Message("user", r["prompt"]), Message("assistant", r["response"], detect=True)), "honest",
                      {"dataset": "control", "item": i}) for i, r in enumerate(rows)]
+
+
+@validate_args(n=_N)
+def control_heldout(n: int | None = None) -> list[Dialogue]:
+    """C3a's held-out benign chat (prompts from templates :func:`control` never uses), as :func:`control`."""
+    rows = _load("control_heldout.json")["items"][:n]
+    return [Dialogue((Message("user", r["prompt"]), Message("assistant", r["response"], detect=True)), "honest",
+                     {"dataset": "control_heldout", "item": i}) for i, r in enumerate(rows)]
 
 
 @validate_args(n=_N)
