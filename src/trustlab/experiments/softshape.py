@@ -5,7 +5,9 @@ and >= 0.93 on both (mean over seeds); (2) soft merge >= hard drop - 0.005 in me
 time of the sparsified phase <= that of the unsparsified model; (3) faithfulness on GunPoint: zeroing the
 top-20 % scored time steps lowers accuracy more than zeroing a random 20 %, by >= 5 points; (4) SoftShape's
 mean P1 accuracy over bundled univariate and multivariate sets and two synthetic multivariate sets is >=
-InceptionTimeLite's (its own backbone), both at their defaults. P2 (the paper's merged 5-fold 60/20/20
+InceptionTimeLite's (its own backbone), both at their defaults; (5, issue 41) on the same sets and seed, SoftShape with its
+MoE branch off is not less accurate on average than SoftShape with it (the pilot-seed ablation's finding,
+benchmarks/softshape_ablation.py). P2 (the paper's merged 5-fold 60/20/20
 protocol, here with fewer folds) is reported beside P1.
 """
 
@@ -17,6 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.experiments._softshape_data import (  # noqa: F401 - UNEQUAL, _synthetic_set re-exported
+    SYNTHETIC,
+    UNEQUAL,
+    _load,
+    _pad_for,
+    _synthetic_set,
+)
 from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.softshape import PAPER as PAPER
 from trustlab.results.result import Result
@@ -31,10 +40,6 @@ KNOCKOUT: tuple[str, ...] = ("sparsify=none",)
 
 VARIANTS = {"soft": {}, "hard": {"sparsify": "hard"}, "none": {"sparsify": "none"},
             "no_moe": {"use_moe": False}, "no_inception": {"use_inception": False}}
-#: the synthetic multivariate sets of claim 4 (see :func:`_synthetic_set`)
-SYNTHETIC = ("shape_any_channel", "shape_channel_pair")
-#: bundled aeon sets of unequal length (loaded with aeon's own loader, padded by both models)
-UNEQUAL = ("JapaneseVowels",)
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,8 @@ class Config(ExperimentConfig):
     synthetic_test: int = 200
     synthetic_length: int = 80
     sparsify: str | None = "soft"      # SoftShape's own fits; "none" or None (the KNOCKOUT) keeps every token
+    # claim 5 (issue 41): this ablation variant of SoftShape on claim 4's sets and seeds (None: not run)
+    compare_variant: str | None = "no_moe"
 
     @classmethod
     def quick(cls) -> Config:
@@ -97,6 +104,7 @@ class Config(ExperimentConfig):
         validate_value("softshape.Config", "sparsify", self.sparsify, [{"soft", "hard", "none"}, None])
         validate_value("softshape.Config", "faithfulness_fraction", self.faithfulness_fraction,
                        [Interval(float, 0, 1, closed="neither")])
+        validate_value("softshape.Config", "compare_variant", self.compare_variant, [set(VARIANTS) - {"soft"}, None])
         unknown = set(self.ablations) - set(VARIANTS)
         if unknown:
             raise ConfigError(f"The 'ablations' field of softshape.Config must name variants in {sorted(VARIANTS)}. "
@@ -111,9 +119,10 @@ class Config(ExperimentConfig):
 def _softshape(cfg: Config, dataset: str, seed: int, **over: Any) -> Any:
     from trustlab.methods.softshape import PAPER_SHAPE_SIZES, SoftShapeClassifier
 
-    over = {"sparsify": cfg.sparsify or "none", **over}  # --set sparsify=none arrives as None
-    return SoftShapeClassifier(shape_size=PAPER_SHAPE_SIZES.get(dataset), d_model=cfg.d_model, epochs=cfg.epochs,
-                               warm_up_epochs=cfg.warm_up_epochs, patience=cfg.patience, random_state=seed, **over)
+    # --set sparsify=none arrives as None; an override may replace the per-set shape size (the ablation's m/2, 2m)
+    over = {"shape_size": PAPER_SHAPE_SIZES.get(dataset), "sparsify": cfg.sparsify or "none", **over}
+    return SoftShapeClassifier(d_model=cfg.d_model, epochs=cfg.epochs, warm_up_epochs=cfg.warm_up_epochs,
+                               patience=cfg.patience, random_state=seed, **over)
 
 
 def _baseline(name: str, cfg: Config, seed: int, **over: Any) -> Any:
@@ -139,54 +148,6 @@ def _warm_numba(cfg: Config) -> float:
         if name in ("MiniRocket", "RDST"):
             _baseline(name, cfg, 0).fit(X, y).predict(X)
     return time.perf_counter() - t0
-
-
-def _shapes(length: int) -> list[np.ndarray]:
-    t = np.linspace(0.0, 1.0, length)
-    return [2.0 * np.sin(np.pi * t), np.where(t < 0.5, 2.0, -2.0), 4.0 * t - 2.0, 2.0 * np.sin(4 * np.pi * t)]
-
-
-def _synthetic_set(kind: str, n: int, length: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Two-channel series of Gaussian noise (sd 0.5) with one shape of length ``length // 5`` at a random offset.
-
-    ``"shape_any_channel"``: 4 classes, class = which of 4 shapes, planted in a random one of the two channels
-    (the issue's set). ``"shape_channel_pair"``: 4 classes = 2 shapes x 2 channels (the channel matters).
-    """
-    rng = np.random.default_rng(seed)
-    y = rng.permutation(np.arange(n) % 4)
-    X = rng.normal(scale=0.5, size=(n, 2, length))
-    width = max(4, length // 5)
-    shapes = _shapes(width)
-    for i in range(n):
-        ch, sh = (int(rng.integers(2)), int(y[i])) if kind == "shape_any_channel" else (int(y[i] % 2), int(y[i] // 2))
-        off = int(rng.integers(0, length - width + 1))
-        X[i, ch, off:off + width] += shapes[sh]
-    return X, y
-
-
-def _load(name: str, cfg: Config) -> tuple[Any, Any, Any, Any]:
-    """(X_train, y_train, X_test, y_test) of a bundled or synthetic set (unequal-length sets as lists)."""
-    if name in SYNTHETIC:
-        Xtr, ytr = _synthetic_set(name, cfg.synthetic_train, cfg.synthetic_length, seed=1000 + SYNTHETIC.index(name))
-        Xte, yte = _synthetic_set(name, cfg.synthetic_test, cfg.synthetic_length, seed=2000 + SYNTHETIC.index(name))
-        return Xtr, ytr, Xte, yte
-    if name in UNEQUAL:
-        from aeon.datasets import load_classification
-
-        Xtr, ytr = load_classification(name, split="train")
-        Xte, yte = load_classification(name, split="test")
-        return Xtr, np.asarray(ytr), Xte, np.asarray(yte)
-    from trustlab.data import load_timeseries
-
-    tr, te = load_timeseries(name, "train"), load_timeseries(name, "test")
-    return tr.X, tr.y, te.X, te.y
-
-
-def _pad_for(name: str, data: tuple[Any, Any, Any, Any]) -> dict[str, Any]:
-    """Unequal-length sets: pad both models to the longest series of the set (train and test lengths)."""
-    if name not in UNEQUAL:
-        return {}
-    return {"pad": int(max(s.shape[-1] for part in (data[0], data[2]) for s in part))}
 
 
 def _acc(est: Any, X: Any, y: np.ndarray) -> float:
@@ -252,15 +213,17 @@ def _fit_record(res: Result, est: Any, name: str, seed: int, method: str, d: tup
 
 
 def _compare(cfg: Config, ctx: RunContext, res: Result, data: dict[str, Any]) -> None:
-    """Claim 4: SoftShape vs InceptionTimeLite (both at their defaults) on every comparison set; fits that
-    P1 already made (same data set, seed and settings) are reused."""
+    """Claims 4 and 5: SoftShape vs InceptionTimeLite (both at their defaults) and SoftShape's
+    ``compare_variant`` on every comparison set; fits that P1 already made (same data set, seed and settings)
+    are reused."""
     names = cfg.compare_univariate + cfg.compare_multivariate + cfg.compare_synthetic
     done = {(r["dataset"], r["seed"], r["method"]) for r in res.records if r.get("protocol") == "P1"}
-    jobs = [(n, s, m) for n in names for s in cfg.seeds[:cfg.compare_seeds] for m in ("soft", "InceptionTimeLite")
-            if (n, s, m) not in done]
+    methods = ("soft", "InceptionTimeLite") + ((cfg.compare_variant,) if cfg.compare_variant else ())
+    jobs = [(n, s, m) for n in names for s in cfg.seeds[:cfg.compare_seeds] for m in methods if (n, s, m) not in done]
     for name, seed, method in ctx.progress(jobs, desc="SoftShape vs InceptionTimeLite"):
         pad = _pad_for(name, data[name])
-        est = _softshape(cfg, name, seed, **pad) if method == "soft" else _baseline(method, cfg, seed, **pad)
+        est = (_baseline(method, cfg, seed, **pad) if method == "InceptionTimeLite"
+               else _softshape(cfg, name, seed, **pad, **VARIANTS[method]))
         _fit_record(res, est, name, seed, method, data[name], claim="C4")
         ctx.check_budget(f"compare {name} {method} seed {seed}")
 
@@ -344,18 +307,30 @@ def _summarise(res: Result, cfg: Config) -> None:
 
 
 def _summarise_compare(res: Result, cfg: Config) -> None:
-    """Claim 4: per set, the mean over ``compare_seeds`` of each model; then the mean over sets."""
+    """Claims 4 and 5: per set, the mean over ``compare_seeds`` of each model; then the mean over sets."""
     seeds = set(cfg.seeds[:cfg.compare_seeds])
-    per: dict[str, dict[str, float]] = {}
-    for name in cfg.compare_univariate + cfg.compare_multivariate + cfg.compare_synthetic:
-        rows = {m: [r["value"] for r in res.records if r.get("protocol") == "P1" and r["dataset"] == name
-                    and r["method"] == m and r["seed"] in seeds] for m in ("soft", "InceptionTimeLite")}
-        if all(rows.values()):
-            per[name] = {m: float(np.mean(v)) for m, v in rows.items()}
+    names = cfg.compare_univariate + cfg.compare_multivariate + cfg.compare_synthetic
+
+    def per_set(methods: tuple[str, ...]) -> dict[str, dict[str, float]]:
+        out = {}
+        for name in names:
+            rows = {m: [r["value"] for r in res.records if r.get("protocol") == "P1" and r["dataset"] == name
+                        and r["method"] == m and r["seed"] in seeds] for m in methods}
+            if all(rows.values()):
+                out[name] = {m: float(np.mean(v)) for m, v in rows.items()}
+        return out
+
+    per = per_set(("soft", "InceptionTimeLite"))
     res.summary["compare_per_dataset"] = per
     if per:
         res.summary["compare_soft_mean"] = float(np.mean([v["soft"] for v in per.values()]))
         res.summary["compare_itl_mean"] = float(np.mean([v["InceptionTimeLite"] for v in per.values()]))
+    var = cfg.compare_variant
+    per5 = per_set(("soft", var)) if var else {}
+    res.summary["variant_per_dataset"] = per5
+    if per5 and len(per5) == len(names):  # claim 5 needs every set
+        res.summary["variant_soft_mean"] = float(np.mean([v["soft"] for v in per5.values()]))
+        res.summary["variant_mean"] = float(np.mean([v[var] for v in per5.values()]))
 
 
 # -- claims --------------------------------------------------------------------------------------------------
@@ -424,6 +399,16 @@ def _c4(r: Result) -> CheckResult:
                        detail="; ".join(f"{n} {v['soft']:.3f} vs {v['InceptionTimeLite']:.3f}" for n, v in per.items()))
 
 
+def _c5(r: Result) -> CheckResult:
+    s, var = r.summary, r.config.get("compare_variant")
+    if "variant_mean" not in s:
+        return CheckResult(None, None, ">= SoftShape's mean", unit="accuracy", detail="claim 5 did not run")
+    return CheckResult(s["variant_mean"] >= s["variant_soft_mean"], round(s["variant_mean"], 4), ">= SoftShape's mean",
+                       baseline=round(s["variant_soft_mean"], 4), unit="accuracy",
+                       detail=f"{var} vs SoftShape per set: " + "; ".join(
+                           f"{n} {v[var]:.3f} vs {v['soft']:.3f}" for n, v in s["variant_per_dataset"].items()))
+
+
 def _note_c4(c: dict[str, Any]) -> str:
     sets = list(c["compare_univariate"]) + list(c["compare_multivariate"]) + list(c["compare_synthetic"])
     return (f"{len(sets)} sets ({', '.join(sets)}), {c['compare_seeds']} seed(s), P1 split; both models at their "
@@ -457,6 +442,10 @@ CLAIMS = [
           "multivariate sets is >= InceptionTimeLite's (its own backbone), both at their defaults", _c4,
           requires=("pre-learned", "pre-sparsify-changes"),
           scale_note=_note_c4),
+    Claim("C5", "On claim 4's sets and seed(s), SoftShape with its MoE branch off (use_moe=False, everything else at "
+          "the defaults) has a mean P1 accuracy >= SoftShape's (the pilot-seed ablation's finding, tested on the "
+          "reported seed)", _c5, requires=("pre-learned", "pre-sparsify-changes"),
+          scale_note=lambda c: f"variant {c.get('compare_variant')}; " + _note_c4(c)),
 ]
 
 
