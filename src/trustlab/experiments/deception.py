@@ -162,6 +162,7 @@ def _extract(cfg: Config, ctx: RunContext, res: Result) -> dict[str, Any]:
         acts[name] = ex(sets[name], key=name)
         ctx.check_budget(f"activations of {name}")
     both = acts.pop("instructed+true_false")
+    sets["instructed"] = inst
     acts["instructed"] = both.subset(np.arange(len(inst)))
     tf_acts = both.subset(np.arange(len(inst), len(inst) + len(tf)))
     res.summary["extract_seconds"] = round(time.perf_counter() - t0, 2)
