@@ -291,12 +291,15 @@ def test_policy_fit_refuses_bad_tables_and_in_sample_estimates():
         CascadeRouter(allow_in_sample=True).fit(tune.quality[:5], tune.true_cost[:5], estimates=tune)
 
 
-def test_too_many_models_needs_max_depth():
+def test_too_many_models_needs_max_depth(monkeypatch):
+    import trustlab.methods.cascade._engine as engine
+
+    monkeypatch.setattr(engine, "_available_bytes", lambda: int(4 * 13 * 1000**2))  # room for 1000 supermodels
     t = synthetic_table(40, 12, random_state=0)
     e = SyntheticNoiseEstimator(random_state=0).estimate(t)
-    with pytest.raises(ConfigError, match="max_depth"):
+    with pytest.raises(ConfigError, match="max_depth <= 3"):
         _fit(CascadeRouter(**KW), e)
-    assert _fit(CascadeRouter(max_depth=3, **KW), e).space_.U < 2048
+    assert _fit(CascadeRouter(max_depth=3, **KW), e).space_.U == 299
 
 
 def test_long_format_round_trip(tmp_path):

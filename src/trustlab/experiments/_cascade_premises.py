@@ -50,8 +50,8 @@ PRE_SIGNAL, PRE_ORACLE = 0.3, 2.0
 
 
 def _mech(result: Result, bench: str) -> dict[str, float] | None:
-    if bench == "B1":
-        e = result.summary.get("b1", {}).get("5-low")
+    if bench in ("B1", "B1T"):
+        e = result.summary.get("b1" if bench == "B1" else "b1t", {}).get("5-low")
         return None if e is None or "signal" not in e else e
     rows = result.summary.get("mechanism", {}).get(bench)
     return None if not rows else {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}

@@ -20,6 +20,17 @@ Claims (pre-registered, spec 2.5; numbers are means over seeds):
   router's decisions, CR in cascade mode the optimal cascade's, and pruning on/off identical decisions;
 * ``b2-cr-vs-baselines``: B2 digits: AUC(CR) >= max(AUC(routing), AUC(threshold cascade)) - 0.2;
 * ``b3-reported`` (secondary, reported): the B3 AUCs.
+
+Issue 41 (pre-registered before the default run that reports them):
+
+* ``budgets-controlled``: as ``budgets-honoured`` (B1 5 models, 50 / 50 split, worst policy, >= 90 % of grid
+  points within 5 % of B), every policy run through the online budget controller ``decide_controlled``
+  (lambdas rescaled batch by batch, 25 queries a batch, from the realised spend of the queries already decided;
+  the tuning rows are disjoint from the test rows it is judged on); secondary: the same on the 5 / 95 split;
+* ``b1t-cr-vs-cascade``: the B1-tasks generator (``synthetic_table(n_tasks=T, task_skill=...)``, models
+  specialised on task types; settings below), 5 models, low noise, 5 % / 95 % split, mean over seeds:
+  AUC(CR) >= AUC(optimal cascade) + 0.5; premises ``pre-b1t-signal``, ``pre-b1t-pool`` and
+  ``pre-b1t-specialists`` (the best single model differs between task types on every seed).
 """
 
 from __future__ import annotations
@@ -40,6 +51,14 @@ from trustlab.experiments._cascade_premises import (
     _flatten,
     _mechanism_stats,
 )
+from trustlab.experiments._cascade_tasks import PLOTS as PLOTS
+from trustlab.experiments._cascade_tasks import (
+    b1t_scale,
+    check_b1t_vs_cascade,
+    check_specialists,
+    controlled_honoured,
+    run_b1t,
+)
 from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.cascade import PAPER as PAPER
 from trustlab.results.result import Result
@@ -52,8 +71,14 @@ NOISES = ("low", "medium", "high")
 #: KNOCKOUT); "reductions" passes under the knockout (a decision identity) and b2-cr-vs-baselines is VOID on 3 of
 #: 5 seeds (pre-b2-pool), so the rule leaves both out
 QUICK_EXPECTED_PASS = ("pre-b1-signal", "pre-b2-signal", "b1-cr-vs-routing", "b1-cr-vs-linear", "b1-gain-shrinks")
-#: the mechanism off: every query gets each model's mean estimate (the estimates carry no per-query signal)
-KNOCKOUT: tuple[str, ...] = ("informative=false",)
+#: the mechanisms off: every query gets each model's mean estimate (the estimates carry no per-query signal), and
+#: the budgets are met without the online controller (issue 41)
+KNOCKOUT: tuple[str, ...] = ("informative=false", "budget_control=false")
+
+
+#: the B1-tasks generator (issue 41), fixed by the written rule on pilot seed 100 (docs/papers/cascade.md): the first
+#: of the pilot settings (tasks, task_skill, cost ratio) whose pilot CR - optimal cascade gap reached +0.5
+B1T_TASKS, B1T_TASK_SKILL, B1T_COST_RATIO = 5, 3.0, 1.5
 
 
 @dataclass(frozen=True)
@@ -76,6 +101,12 @@ class Config(ExperimentConfig):
     n_boot: int = 200
     use_cache: bool = True
     informative: bool = True  # False (the KNOCKOUT): per-query estimates replaced by each model's mean estimate
+    budget_control: bool = True  # False (the KNOCKOUT): budgets-controlled uses the plain decisions
+    budget_batch: int = 25
+    run_b1t: bool = True
+    b1t_tasks: int = B1T_TASKS
+    b1t_task_skill: float = B1T_TASK_SKILL
+    b1t_cost_ratio: float = B1T_COST_RATIO
 
     @classmethod
     def quick(cls) -> Config:
@@ -99,7 +130,9 @@ class Config(ExperimentConfig):
         validate_value(own, "b1_n", self.b1_n, [Interval(int, 100, None)])
         for name in ("b1_test_size", "budget_test_size"):
             validate_value(own, name, getattr(self, name), [Interval("real", 0, 1, closed="neither")])
-        for name, low in (("n_per_segment", 2), ("n_iter", 1), ("n_samples", 1), ("max_depth", 1), ("b3_n", 30),
+        validate_value(own, "b1t_task_skill", self.b1t_task_skill, [Interval("real", 0, None)])
+        validate_value(own, "b1t_cost_ratio", self.b1t_cost_ratio, [Interval("real", 1, None)])
+        for name, low in (("n_per_segment", 2), ("budget_batch", 1), ("b1t_tasks", 2), ("n_iter", 1), ("n_samples", 1), ("max_depth", 1), ("b3_n", 30),
                           ("n_boot", 1), ("tpe_trials", 0)):
             validate_value(own, name, getattr(self, name), [Interval(int, low, None)])
         validate_value(own, "b2_dataset", self.b2_dataset, [Options(["digits", "breast_cancer", "wine"])])
@@ -206,7 +239,9 @@ def _reductions(cfg: Config, seed: int, e_tune: Any, e_test: Any, fitted: dict[s
 
 def _b1(cfg: Config, ctx: RunContext, res: Result) -> None:
     b1: dict[str, Any] = {}
-    honour: dict[str, dict[str, list[bool]]] = {"paper split": {}, "50/50 split": {}}
+    honour: dict[str, dict[str, list[bool]]] = {"paper split": {}, "50/50 split": {}, "paper split, controlled": {},
+                                                "50/50 split, controlled": {}}
+    controlled_quality: dict[str, list[float]] = {}
     jobs = [(k, noise, seed) for k in cfg.b1_models for noise in cfg.b1_noise for seed in cfg.seeds]
     for k, noise, seed in ctx.progress(jobs, desc="cascade B1", total=len(jobs)):
         e_tune, e_test = _b1_estimates(cfg, k, noise, seed, cfg.b1_test_size)
@@ -225,8 +260,10 @@ def _b1(cfg: Config, ctx: RunContext, res: Result) -> None:
                 bs = bootstrap_auc(out["curves"]["cascade routing"], out["mean_quality"], out["mean_cost"],
                                    other=out["curves"][base], n_boot=cfg.n_boot, random_state=seed)
                 entry["ci"].setdefault(base, []).append([100 * bs.estimate, 100 * bs.low, 100 * bs.high])
+            ctl = controlled_honoured(out["policies"], e_test, out["budgets"], cfg)
             for name in POLICIES:
                 honour["paper split"].setdefault(name, []).extend(out["honoured"][name])
+                honour["paper split, controlled"].setdefault(name, []).extend(ctl[name]["ok"])
             if noise == "low" and seed == cfg.seeds[0]:
                 res.summary["reductions"] = _reductions(cfg, seed, e_tune, e_test, out["policies"], out["budgets"])
     for noise in cfg.b1_noise:
@@ -234,13 +271,19 @@ def _b1(cfg: Config, ctx: RunContext, res: Result) -> None:
             e_tune, e_test = _b1_estimates(cfg, 5, noise, seed, cfg.budget_test_size)
             out = _evaluate(_policies(cfg, seed=seed, allow_in_sample=True), e_tune, e_test, cfg, res, {}, record=False,
                             executor=ctx.executor)
+            ctl = controlled_honoured(out["policies"], e_test, out["budgets"], cfg)
             for name in POLICIES:
                 honour["50/50 split"].setdefault(name, []).extend(out["honoured"][name])
+                honour["50/50 split, controlled"].setdefault(name, []).extend(ctl[name]["ok"])
+                controlled_quality.setdefault(name, []).append(float(np.mean(out["curves"][name].quality)
+                                                                     - np.mean(ctl[name]["quality"])))
     res.summary["b1"] = {key: {"auc": {n: float(np.mean(v)) for n, v in e["auc"].items()},
                                "auc_per_seed": e["auc"], "ci": e["ci"],
                                **{n: float(np.mean(v)) for n, v in e["mech"].items()}} for key, e in b1.items()}
     res.summary["budgets"] = {split: {n: float(np.mean(v)) for n, v in d.items()} | {"n_points": int(sum(map(len, d.values())))}
                               for split, d in honour.items()}
+    #: mean over grid points of (plain - controlled) realised quality, x100: what the controller costs in quality
+    res.summary["budgets"]["controlled_quality_loss"] = {n: float(100 * np.mean(v)) for n, v in controlled_quality.items()}
 
 
 def _pool_run(cfg: Config, table: Any, estimator: Any, seed: int, res: Result, bench: str, executor: Any = None
@@ -296,6 +339,8 @@ def run(cfg: Config, ctx: RunContext) -> Result:
 
         cache = cache_root()
     _b1(cfg, ctx, res)
+    if cfg.run_b1t:
+        run_b1t(cfg, ctx, res, _evaluate, _policies, _flatten, _mechanism_stats)
     if cfg.run_b2:
         _b2(cfg, ctx, res, cache)
     if cfg.run_b3:
@@ -354,7 +399,7 @@ def _check_shrinks(result: Result) -> CheckResult:
 def _check_budgets(split: str) -> Any:
     def check(result: Result) -> CheckResult:
         b = result.summary.get("budgets", {}).get(split)
-        if not b:
+        if not b or "n_points" not in b:
             return CheckResult(None, None, ">= 0.90")
         fr = {n: v for n, v in b.items() if n != "n_points"}
         worst = min(fr, key=fr.get)
@@ -429,6 +474,23 @@ CLAIMS = [
           scale_note="1000 tuning rows; non-binding points (lambda = 0) count when cost <= 1.05 B."),
     Claim("budgets-honoured-paper-split", "Same as budgets-honoured on the paper's 5%/95% split (100 tuning rows)",
           _check_budgets("paper split"), secondary=True),
+    Claim("budgets-controlled", "B1, 5 models, 50/50 split: for every policy run through the online budget "
+          "controller (decide_controlled, batches of 25 test queries), the realised mean test cost is within 5% of the "
+          "budget at >= 90% of the grid points", _check_budgets("50/50 split, controlled"),
+          scale_note="1000 tuning rows, 1000 test rows in their order; the controller reads only the realised cost of "
+                     "test queries already decided."),
+    Claim("budgets-controlled-paper-split", "Same as budgets-controlled on the paper's 5%/95% split",
+          _check_budgets("paper split, controlled"), secondary=True),
+    Premise("pre-b1t-signal", f"B1-tasks, 5 models, low noise: the same per-query signal premise as pre-b1-signal "
+            f"(>= {PRE_SIGNAL:g})", _check_signal("B1T")),
+    Premise("pre-b1t-pool", f"B1-tasks: the per-query oracle beats the best single model by >= {PRE_ORACLE:g} points",
+            _check_pool("B1T")),
+    Premise("pre-b1t-specialists", "B1-tasks: on every seed the best single model (test rows) is not the same for "
+            "every task type (>= 2 distinct per-task best models)", check_specialists),
+    Claim("b1t-cr-vs-cascade", "B1-tasks (task-specific skills), 5 models, low noise: AUC(cascade routing) >= "
+          "AUC(optimal cascade) + 0.5 (x100, mean over seeds, 5%/95% split)", check_b1t_vs_cascade,
+          requires=("pre-b1t-signal", "pre-b1t-pool", "pre-b1t-specialists"), paper_value=1.27,
+          scale_note=b1t_scale),
     Claim("reductions", "CR with max_depth=1 = routing, CR(cascade=True) = optimal cascade, pruning on = off: "
           "identical decisions on B1 (5 models, low noise, every budget)", _check_reductions),
     Claim("b2-cr-vs-baselines", "B2 (sklearn pool on digits): AUC(cascade routing) >= max(AUC(routing), "
@@ -436,45 +498,3 @@ CLAIMS = [
           scale_note="About 540 test and 270 tuning rows per seed; the pool's models are all accurate on digits."),
     Claim("b3-reported", "B3 (LLM pool on verifiable tasks): AUCs reported", _check_b3, secondary=True),
 ]
-
-
-def PLOTS(result: Result) -> dict[str, Any]:  # noqa: N802 - the contract's name
-    from matplotlib.figure import Figure
-
-    from trustlab.results.plots import claims_plot
-
-    df = result.to_frame()
-    figs: dict[str, Any] = {"claims": claims_plot(result)}
-    if df.empty or "bench" not in df:
-        return figs
-    seed0 = df["seed"].min() if "seed" in df else 0
-    b1 = df[(df["bench"] == "B1") & (df["models"] == 5) & (df["seed"] == seed0)]
-    noises = [n for n in NOISES if n in set(b1.get("noise", []))]
-    if noises:
-        fig = Figure(figsize=(4.2 * len(noises), 3.6))
-        axes = fig.subplots(1, len(noises), squeeze=False)[0]
-        for ax, noise in zip(axes, noises):
-            _curves(ax, b1[b1["noise"] == noise], f"B1, 5 models, {noise} noise (seed {seed0})")
-        fig.tight_layout()
-        figs["b1_quality_vs_budget"] = fig
-    for bench in ("B2", "B3"):
-        sub = df[(df["bench"] == bench) & (df["seed"] == seed0)]
-        if not sub.empty:
-            fig = Figure(figsize=(5.0, 3.6))
-            _curves(fig.subplots(), sub, f"{bench} (seed {seed0})")
-            fig.tight_layout()
-            figs[f"{bench.lower()}_quality_vs_budget"] = fig
-    return figs
-
-
-def _curves(ax: Any, sub: Any, title: str) -> None:
-    for name in ("linear", *POLICIES):
-        s = sub[sub["policy"] == name].sort_values("cost")
-        if not s.empty:
-            ax.plot(s["cost"], 100 * s["quality"], marker="o" if name == "linear" else None, ms=3, lw=1.2,
-                    ls="--" if name == "linear" else "-", label=name)
-    ax.set_xscale("log")
-    ax.set_xlabel("realised mean cost per query (log)")
-    ax.set_ylabel("quality (x100)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)

@@ -10,6 +10,7 @@ Public objects (imported on first access, so ``import trustlab.methods.cascade``
 * Estimators: :class:`SyntheticNoiseEstimator` (RouterBench protocol), :class:`ClassificationEstimator`,
   :class:`OpenFormEstimator`; :class:`QualityEstimates`, :func:`expected_max` (Sobol E[max]).
 * Lambda searches: :class:`ConstantSearch`, :class:`RepetitiveConstantSearch`, :class:`TPESearch` (optuna).
+* Online budget control: :func:`decide_controlled` (lambdas rescaled on the realised spend of a stream).
 * Evaluation: :func:`budget_grid`, :func:`auc`, :func:`hull_models`, :func:`evaluate_policy`,
   :func:`linear_curve`, :func:`bootstrap_auc`, :func:`routellm_metrics`.
 * Live pools: :func:`classifier_pool` (B2, scikit-learn) and :func:`llm_pool` (B3, verifiable tasks).
@@ -29,6 +30,7 @@ _LAZY = {
     **dict.fromkeys(("SyntheticNoiseEstimator", "ClassificationEstimator", "OpenFormEstimator"), "_estimators"),
     **dict.fromkeys(("OptimalRouter", "ThresholdCascade", "OptimalCascade", "CascadeRouter", "BudgetWarning", "fit_policy"), "_policies"),
     **dict.fromkeys(("ConstantSearch", "RepetitiveConstantSearch", "TPESearch"), "_lambda"),
+    "decide_controlled": "_control",
     "classifier_pool": "_pools",
     **dict.fromkeys(("llm_pool", "verifiable_items"), "_llm_pool"),
     **dict.fromkeys(("policy_to_json", "policy_from_json"), "_serialize"),

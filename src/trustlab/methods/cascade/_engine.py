@@ -25,10 +25,35 @@ from trustlab.methods.cascade._estimates import (
 )
 from trustlab.methods.cascade._lazy import pick_best, pruned_step
 
-__all__ = ["Space", "Engine", "Trajectory", "select_answer", "set_costs", "MAX_COLUMNS"]
+__all__ = ["Space", "Engine", "Trajectory", "select_answer", "set_costs", "max_columns", "space_bytes"]
 
-#: the universe of supermodels a policy may consider (masks of at most max_depth models)
-MAX_COLUMNS = 2048
+#: bytes per (state, column) pair of a Space's tables (valid: bool, parent/added/gen: int32)
+_PAIR_BYTES = 13
+#: the share of the machine's available memory a Space's tables may take (the supermodel cap grows with memory)
+_MEMORY_SHARE = 0.25
+
+
+def _available_bytes() -> int:
+    """Available physical memory (``os.sysconf``; 8 GiB where the platform does not say)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def space_bytes(k: int, depth: int) -> int:
+    """Memory of the ``(U, U)`` tables of a Space over ``k`` models with ``max_depth=depth``."""
+    from math import comb
+
+    u = sum(comb(k, i) for i in range(min(depth, k) + 1))
+    return _PAIR_BYTES * u * u
+
+
+def max_columns() -> int:
+    """The largest universe of supermodels whose tables fit in ``_MEMORY_SHARE`` of the available memory."""
+    return int((_MEMORY_SHARE * _available_bytes() / _PAIR_BYTES) ** 0.5)
 #: a policy keeps all its supermodel values in one array when they fit in this many floats
 _DENSE_FLOATS = 30_000_000
 _NEG = -np.inf
@@ -67,11 +92,15 @@ class Space:
                  greedy: bool = False) -> None:
         from math import comb
 
-        n_cols = sum(comb(k, i) for i in range(depth + 1))
-        if n_cols > MAX_COLUMNS:
-            raise ConfigError(f"A policy over {k} models with max_depth={depth} considers {n_cols} supermodels "
-                              f"(more than {MAX_COLUMNS}); set max_depth (e.g. {max(1, min(4, k - 1))}) to bound "
-                              "the 2^k blow-up.")
+        n_cols, cap = sum(comb(k, i) for i in range(depth + 1)), max_columns()
+        if n_cols > cap:
+            fits = max((d for d in range(1, depth) if sum(comb(k, i) for i in range(d + 1)) <= cap), default=None)
+            hint = f"set max_depth <= {fits}" if fits else "use fewer models"
+            raise ConfigError(f"The 'max_depth' of a policy over {k} models must keep its supermodels within memory: "
+                              f"max_depth={depth} gives {n_cols} supermodels, whose decision tables need "
+                              f"{space_bytes(k, depth) / 2**30:.1f} GiB, more than {_MEMORY_SHARE:.0%} of the "
+                              f"available memory ({_available_bytes() / 2**30:.1f} GiB, at most {cap} supermodels); "
+                              f"{hint}.")
         self.k, self.depth, self.mode, self.force_order = k, depth, mode, force_order
         self.rank = np.asarray(rank, dtype=np.int64)
         self.by_rank = np.argsort(self.rank, kind="stable")

@@ -265,10 +265,11 @@ def _default_skills(n_models: int) -> np.ndarray:
 @validate_args(n_queries=[Interval(int, 2, None)], n_models=[Interval(int, 1, MAX_MODELS)],
                cost_ratio=[Interval("real", 1, None)], base_cost=[Interval("real", 0, None, closed="neither")],
                skills=[None, ArrayLike(ndim=1)], noise=[Interval("real", 0, None)],
-               cost_spread=[Interval("real", 0, None)], random_state=[RandomStateRule()])
+               cost_spread=[Interval("real", 0, None)], n_tasks=[Interval(int, 1, None)],
+               task_skill=[Interval("real", 0, None)], random_state=[RandomStateRule()])
 def synthetic_table(n_queries: int = 2000, n_models: int = 5, *, cost_ratio: float = 3.0, base_cost: float = 1e-4,
-                    skills: Any = None, noise: float = 1.0, cost_spread: float = 0.3,
-                    random_state: Any = None) -> SelectionTable:
+                    skills: Any = None, noise: float = 1.0, cost_spread: float = 0.3, n_tasks: int = 1,
+                    task_skill: float = 0.0, random_state: Any = None) -> SelectionTable:
     """A synthetic RouterBench-like table (the spec's B1 generator).
 
     Query ``i`` has a latent difficulty ``d_i ~ N(0, 1)``; model ``j`` a skill ``a_j`` (default evenly spaced
@@ -277,6 +278,13 @@ def synthetic_table(n_queries: int = 2000, n_models: int = 5, *, cost_ratio: flo
     per-model part a router can exploit). Costs are geometric: ``base_cost * cost_ratio^j`` times a per-query
     length factor ``exp(N(0, cost_spread^2))`` shared by all models (longer prompts cost more everywhere), in
     dollar-like units so RouterBench's cost-noise levels apply unchanged.
+
+    **Task-specific skills** (``n_tasks = T > 1``, the "B1-tasks" generator): query ``i`` also has a task type
+    ``t_i`` drawn uniformly from ``T`` types, and model ``j`` is a specialist of type ``j mod T``: its logit
+    gains ``task_skill * (1[t_i = j mod T] - 1/T)`` (zero on average over types, so its mean skill stays
+    ``a_j``). Each query then has two latent factors (difficulty and type) and the models' strengths are no
+    longer ordered like their costs. The type's one-hot is the table's ``features``. The extra draws come after
+    the others, so ``n_tasks=1`` gives the plain table for the same seed.
 
     Examples
     --------
@@ -291,9 +299,18 @@ def synthetic_table(n_queries: int = 2000, n_models: int = 5, *, cost_ratio: flo
                          f"Got {a.shape[0]} instead.")
     d = rng.normal(size=(n_queries, 1))
     eps = rng.normal(scale=noise, size=(n_queries, n_models))
-    p = 1.0 / (1.0 + np.exp(-(a[None, :] - d + eps)))
-    quality = (rng.random((n_queries, n_models)) < p).astype(float)
+    logit = a[None, :] - d + eps
+    u = rng.random((n_queries, n_models))
     length = np.exp(rng.normal(scale=cost_spread, size=(n_queries, 1)))
+    features = None
+    if n_tasks > 1:
+        task = rng.integers(0, n_tasks, size=n_queries)
+        special = task[:, None] == np.arange(n_models)[None, :] % n_tasks
+        logit = logit + task_skill * (special - 1.0 / n_tasks)
+        features = np.eye(n_tasks)[task]
+    quality = (u < 1.0 / (1.0 + np.exp(-logit))).astype(float)
     cost = base_cost * cost_ratio ** np.arange(n_models)[None, :] * length
+    tag = f", {n_tasks} task types" if n_tasks > 1 else ""
     return SelectionTable(quality=quality, cost=cost, models=[f"model{j}" for j in range(n_models)],
-                          queries=[f"q{i}" for i in range(n_queries)], name=f"synthetic({n_models} models)")
+                          queries=[f"q{i}" for i in range(n_queries)], features=features,
+                          name=f"synthetic({n_models} models{tag})")
