@@ -14,8 +14,11 @@ seeded from ``derive_seed(seed, index)`` (restored afterwards) and its BLAS/torc
 ``threads_per_task`` (default 1), so a task sees the same state in this process as in a worker. Results come
 back in the order of ``items``. A task that raises is retried once; if it fails again :class:`TaskError`
 names its index and item and carries the original exception's type, message and traceback summary (the
-remaining tasks are cancelled; nothing is dropped silently). Ctrl-C cancels the outstanding tasks and stops
-the workers this executor started.
+remaining tasks are cancelled; nothing is dropped silently). ``task_timeout_s`` bounds each task's run time
+(measured where it runs, from its start; a timed-out task is not retried). Ctrl-C cancels the outstanding
+tasks and stops the workers this executor started. ``map(..., resources=...)`` says what each task needs
+(``num_gpus``, ``memory`` in bytes, custom resources): Ray schedules by it; local and process pools, which
+run on this machine, only check it.
 
 Functions and items travel to workers by (cloud)pickle: pass module-level functions (``functools.partial``
 of them) or closures; workers must be able to import trustlab (same environment on every node).
@@ -26,9 +29,10 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import socket
+import signal
+import threading
+import time
 import traceback
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -45,12 +49,11 @@ from trustlab.core.constraints import (
     short_repr,
 )
 from trustlab.core.exceptions import ConfigError, TrustlabError
-from trustlab.core.optional import require
 from trustlab.core.seeding import derive_seed, isolated_global_rng
 from trustlab.core.threads import limit_threads
 
 __all__ = ["EXECUTORS", "Executor", "LocalExecutor", "ProcessExecutor", "RayExecutor", "TaskError",
-           "make_executor", "map_items", "run_task"]
+           "TaskTimeout", "make_executor", "map_items", "run_task"]
 
 EXECUTORS = ("local", "process", "ray")
 _ATTEMPTS = 2  # a failed task is retried once
@@ -67,6 +70,10 @@ class TaskError(TrustlabError, RuntimeError):
         tries = "once" if attempts == 1 else f"on {attempts} attempts"
         super().__init__(f"{what} task {index} (item {short_repr(item, 80)}) failed {tries}: "
                          f"{error_type}: {message}" + (f"\n{summary}" if summary else ""))
+
+
+class TaskTimeout(TrustlabError, TimeoutError):
+    """A task ran past the executor's ``task_timeout_s`` (raised inside the task; never retried)."""
 
 
 def _summary(tb: str, frames: int = 3) -> str:
@@ -89,20 +96,52 @@ _TASK_SEED = [Interval(int, 0, 2**32 - 1)]
 _ITEMS = [Satisfies(lambda v: iter(v) is not None, "an iterable of task items", invalid=[None, 3], valid=[])]
 
 
-@validate_args(fn=[CallableRule()], item=[AnyValue("the task's payload, handed to fn as is")], seed=_TASK_SEED,
-               threads=[Interval(int, 1, None), None])
-def run_task(fn: Callable[[Any], Any], item: Any, seed: int, threads: int | None) -> _Outcome:
-    """Run ``fn(item)`` as every executor does: global RNGs seeded with ``seed`` and restored, threads
-    limited to ``threads``; an exception becomes a failed outcome (type, message, traceback text)."""
+_TIMEOUT = [Interval(float, 0, None, closed="neither"), None]
+
+
+@contextlib.contextmanager
+def _alarm(timeout_s: float | None) -> Iterator[None]:
+    """Raise :class:`TaskTimeout` in the block after ``timeout_s`` seconds (SIGALRM, main thread only; no
+    limit elsewhere). A timer the caller armed (e.g. pytest-timeout) that would fire first is left alone;
+    one that fires later is re-armed with its remaining time on exit, and the caller's handler restored."""
+    usable = (timeout_s is not None and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    theirs = signal.getitimer(signal.ITIMER_REAL)[0] if usable else 0.0
+    if not usable or 0 < theirs <= float(timeout_s):
+        yield
+        return
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise TaskTimeout(f"the task ran past its {timeout_s:g} s timeout (task_timeout_s)")
+
+    t0 = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, float(timeout_s))
     try:
-        with isolated_global_rng(seed), limit_threads(threads):
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if theirs > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(theirs - (time.monotonic() - t0), 1e-3))
+
+
+@validate_args(fn=[CallableRule()], item=[AnyValue("the task's payload, handed to fn as is")], seed=_TASK_SEED,
+               threads=[Interval(int, 1, None), None], timeout_s=_TIMEOUT)
+def run_task(fn: Callable[[Any], Any], item: Any, seed: int, threads: int | None,
+             timeout_s: float | None = None) -> _Outcome:
+    """Run ``fn(item)`` as every executor does: global RNGs seeded with ``seed`` and restored, threads
+    limited to ``threads``, at most ``timeout_s`` seconds (:class:`TaskTimeout`); an exception becomes a
+    failed outcome (type, message, traceback text)."""
+    try:
+        with isolated_global_rng(seed), limit_threads(threads), _alarm(timeout_s):
             return _Outcome(True, fn(item))
     except Exception as exc:  # noqa: BLE001 - reported to the driver, which retries or raises TaskError
         return _Outcome(False, None, type(exc).__name__, str(exc) or repr(exc), "".join(traceback.format_exception(exc)))
 
 
-def _run_pickled(payload: bytes, item: Any, seed: int, threads: int | None) -> _Outcome:
-    return run_task(pickle.loads(payload), item, seed, threads)
+def _run_pickled(payload: bytes, item: Any, seed: int, threads: int | None, timeout_s: float | None) -> _Outcome:
+    return run_task(pickle.loads(payload), item, seed, threads, timeout_s)
 
 
 def _dumps(fn: Any) -> bytes:
@@ -113,16 +152,53 @@ def _dumps(fn: Any) -> bytes:
     return cloudpickle.dumps(fn)
 
 
+def _is_amount(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and value >= 0
+
+
+def _resources_ok(value: Any) -> bool:
+    if value is None:
+        return True
+    if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
+        return False
+    return all(v == "auto" if k == "num_gpus" and isinstance(v, str) else _is_amount(v) for k, v in value.items())
+
+
+_RESOURCES = [Satisfies(_resources_ok, "None or a dict of resource name -> amount >= 0 (num_gpus may be 'auto'; "
+                        "memory in bytes)", invalid=[{"num_gpus": -1}, {"memory": "8G"}, [1]],
+                        valid=[None, {"num_gpus": "auto", "memory": 2**30}])]
+
+
+@validate_args(resources=_RESOURCES)
+def check_resources(resources: dict[str, Any] | None) -> dict[str, Any]:
+    """What a task asks for, checked: ``num_gpus`` (a number, or ``"auto"``: one GPU when the cluster has
+    any, else none), ``memory`` (bytes) and custom resources (``{"name": amount}``, as given to
+    ``ray start --resources``). CPUs come from the executor's ``threads_per_task``; ``num_cpus`` here is refused."""
+    out = dict(resources or {})
+    if "num_cpus" in out or "CPU" in out:
+        raise ConfigError("The 'resources' argument of Executor.map must not set num_cpus/CPU (each task asks "
+                          f"for threads_per_task CPUs). Got {resources!r} instead.")
+    return out
+
+
 class Executor:
     """Runs ``fn`` over ``items`` (see the module docstring). Use as a context manager, or call :meth:`close`."""
 
     name = "executor"
 
-    def __init__(self, *, threads_per_task: int | None = 1) -> None:
+    def __init__(self, *, threads_per_task: int | None = 1, task_timeout_s: float | None = None) -> None:
         if threads_per_task is not None and (not isinstance(threads_per_task, int) or threads_per_task < 1):
             raise ConfigError(f"The 'threads_per_task' argument of {type(self).__name__} must be an int >= 1 or "
                               f"None. Got {threads_per_task!r} instead.")
+        if task_timeout_s is not None and (isinstance(task_timeout_s, bool) or not isinstance(task_timeout_s, int | float)
+                                           or not task_timeout_s > 0):
+            raise ConfigError(f"The 'task_timeout_s' argument of {type(self).__name__} must be a number > 0 or None. "
+                              f"Got {task_timeout_s!r} instead.")
         self.threads_per_task = threads_per_task
+        self.task_timeout_s = None if task_timeout_s is None else float(task_timeout_s)
+        self._resources: dict[str, Any] = {}
+        #: how many tasks :meth:`map` was given so far (a run can tell whether it distributed anything)
+        self.tasks_mapped = 0
 
     # -- what a backend provides -------------------------------------------------------------------------
     def _submit(self, index: int, fn: Any, item: Any, seed: int) -> None:
@@ -151,14 +227,16 @@ class Executor:
 
     # -- the one driver loop -------------------------------------------------------------------------------
     @validate_args(fn=[CallableRule()], items=_ITEMS, seed=_TASK_SEED, desc=[InstanceOf(str)],
-                   show_progress=[Boolean()], on_result=[CallableRule(), None])
+                   show_progress=[Boolean()], on_result=[CallableRule(), None], resources=_RESOURCES)
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, seed: int = 0, desc: str = "",
-            show_progress: bool = False, on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+            show_progress: bool = False, on_result: Callable[[int, Any], None] | None = None,
+            resources: dict[str, Any] | None = None) -> list[Any]:
         """``[fn(item) for item in items]``, each call run as a task (order kept).
 
         ``seed`` derives each task's global RNG seed (``derive_seed(seed, "task", index)``); ``desc`` names the
         tasks in the progress bar and in errors; ``on_result(index, value)`` is called in this process as
-        each task finishes (in completion order).
+        each task finishes (in completion order); ``resources`` is what each task needs (see
+        :func:`check_resources`).
         """
         if not callable(fn):
             raise ConfigError(f"The 'fn' argument of {type(self).__name__}.map must be a callable. Got {fn!r} instead.")
@@ -173,6 +251,8 @@ class Executor:
         results: list[Any] = [None] * len(items)
         attempts = [1] * len(items)
         remaining = len(items)
+        self._resources = check_resources(resources)
+        self.tasks_mapped += len(items)
         prepared = self._prepare(fn)
         bar = _progress(len(items), desc, show_progress)
         try:
@@ -181,6 +261,8 @@ class Executor:
             while remaining:
                 i, out = self._next_done()
                 if not out.ok:
+                    if out.error_type == TaskTimeout.__name__:
+                        raise TaskError(what, i, items[i], out.error_type, out.message, out.traceback, attempts=1)
                     if attempts[i] < _ATTEMPTS:
                         attempts[i] += 1
                         self._submit(i, prepared, items[i], seeds[i])
@@ -210,8 +292,8 @@ class LocalExecutor(Executor):
 
     name = "local"
 
-    def __init__(self, *, threads_per_task: int | None = 1) -> None:
-        super().__init__(threads_per_task=threads_per_task)
+    def __init__(self, *, threads_per_task: int | None = 1, task_timeout_s: float | None = None) -> None:
+        super().__init__(threads_per_task=threads_per_task, task_timeout_s=task_timeout_s)
         self._queue: deque[tuple[int, Any, Any, int]] = deque()
 
     def _submit(self, index: int, fn: Any, item: Any, seed: int) -> None:
@@ -219,7 +301,7 @@ class LocalExecutor(Executor):
 
     def _next_done(self) -> tuple[int, _Outcome]:
         index, fn, item, seed = self._queue.popleft()
-        return index, run_task(fn, item, seed, None)  # threads are limited once around the whole map
+        return index, run_task(fn, item, seed, None, self.task_timeout_s)  # threads limited once around the map
 
     @validate_args(fn=[CallableRule()], items=_ITEMS)
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], **kwargs: Any) -> list[Any]:
@@ -239,8 +321,9 @@ class ProcessExecutor(Executor):
 
     name = "process"
 
-    def __init__(self, workers: int | None = None, *, threads_per_task: int | None = 1) -> None:
-        super().__init__(threads_per_task=threads_per_task)
+    def __init__(self, workers: int | None = None, *, threads_per_task: int | None = 1,
+                 task_timeout_s: float | None = None) -> None:
+        super().__init__(threads_per_task=threads_per_task, task_timeout_s=task_timeout_s)
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
             raise ConfigError(f"The 'workers' argument of ProcessExecutor must be an int >= 1 or None. "
                               f"Got {workers!r} instead.")
@@ -258,7 +341,8 @@ class ProcessExecutor(Executor):
         return _dumps(fn)
 
     def _submit(self, index: int, fn: Any, item: Any, seed: int) -> None:
-        self._futures[self._pool.submit(_run_pickled, fn, item, seed, self.threads_per_task)] = (index, item)
+        self._futures[self._pool.submit(_run_pickled, fn, item, seed, self.threads_per_task,
+                                        self.task_timeout_s)] = (index, item)
 
     def _next_done(self) -> tuple[int, _Outcome]:
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -322,117 +406,19 @@ def _env_defaults(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def _check_reachable(address: str, timeout_s: float) -> None:
-    """Refuse an ``host:port`` address nothing listens on, within ``timeout_s`` (Ray would retry for long)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or "/" in address:
-        return  # "auto", "ray://...": left to Ray
-    try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
-            return
-    except OSError as exc:
-        raise ConfigError(
-            f"The 'address' argument of RayExecutor names no reachable Ray cluster: nothing answered at "
-            f"{address!r} within {timeout_s:g} s ({exc}). Start one with 'ray start --head "
-            "--node-ip-address=127.0.0.1 --port=6379', or leave the address out to start a local runtime."
-        ) from None
-
-
-class RayExecutor(Executor):
-    """Ray tasks (extra ``dist``). Without ``address`` it starts a local Ray runtime on 127.0.0.1 with
-    ``workers`` CPUs (dashboard, usage statistics and log forwarding off) on first use and stops it in
-    :meth:`close`; with ``address`` (``host:port`` of a running cluster, e.g. from ``ray start --head``) it
-    connects there and leaves the cluster running. An already initialised Ray in this process is used as it
-    is. Each task asks for ``threads_per_task`` CPUs (1 when None); Ray retries a task whose worker died
-    once, and trustlab retries a task that raised once.
-
-    Ray's own servers listen on every interface (Ray has no option to bind them to loopback); the runtime
-    advertises 127.0.0.1 only, but on a shared network keep its ports behind a firewall.
-    """
-
-    name = "ray"
-
-    def __init__(self, address: str | None = None, workers: int | None = None, *, threads_per_task: int | None = 1,
-                 connect_timeout_s: float = 10.0) -> None:
-        super().__init__(threads_per_task=threads_per_task)
-        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-            raise ConfigError(f"The 'workers' argument of RayExecutor must be an int >= 1 or None. Got {workers!r} instead.")
-        if address is not None and (not isinstance(address, str) or not address.strip()):
-            raise ConfigError(f"The 'address' argument of RayExecutor must be a non-empty str or None. "
-                              f"Got {address!r} instead.")
-        self.address, self.workers, self.connect_timeout_s = address, workers, float(connect_timeout_s)
-        self._ray: Any = None
-        self._owns_runtime = False
-        self._remote: Any = None
-        self._pending: dict[Any, tuple[int, Any, int]] = {}
-        self._ready: deque[tuple[int, _Outcome]] = deque()
-
-    def start(self) -> None:
-        """Start (or connect to) the Ray runtime now rather than on the first :meth:`map`."""
-        if self._ray is not None:
-            return
-        ray = require("ray", extra="dist", purpose="the Ray executor")
-        if not ray.is_initialized():
-            kw: dict[str, Any] = {"log_to_driver": False, "configure_logging": False, "namespace": "trustlab"}
-            if self.address is not None:
-                _check_reachable(self.address, self.connect_timeout_s)
-                kw["address"] = self.address
-            else:  # "local": always a new runtime, never a cluster someone else started on this machine
-                kw.update(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
-                          num_cpus=(self.workers or os.cpu_count() or 1) * (self.threads_per_task or 1))
-            with _env_defaults(RAY_USAGE_STATS_ENABLED="0", RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO="0"), \
-                    warnings.catch_warnings():
-                warnings.simplefilter("ignore", FutureWarning)
-                ray.init(**kw)
-            self._owns_runtime = True
-        self._ray = ray
-        self._remote = ray.remote(run_task).options(num_cpus=self.threads_per_task or 1, max_retries=1)
-
-    def _prepare(self, fn: Any) -> Any:
-        self.start()
-        return self._ray.put(fn)  # once per map, not once per task
-
-    def _submit(self, index: int, fn: Any, item: Any, seed: int) -> None:
-        ref = self._remote.remote(fn, item, seed, self.threads_per_task)
-        self._pending[ref] = (index, item, seed)
-
-    def _next_done(self) -> tuple[int, _Outcome]:
-        ray = self._ray
-        while not self._ready:
-            done, _ = ray.wait(list(self._pending), num_returns=1)
-            for ref in done:
-                index, _, _ = self._pending.pop(ref)
-                try:
-                    out = ray.get(ref)
-                except Exception as exc:  # noqa: BLE001 - a lost worker or a Ray failure: retried once
-                    out = _Outcome(False, None, type(exc).__name__, str(exc), "")
-                self._ready.append((index, out))
-        return self._ready.popleft()
-
-    def _cancel(self) -> None:
-        for ref in list(self._pending):
-            with contextlib.suppress(Exception):
-                self._ray.cancel(ref, force=True)
-        self._pending.clear()
-        self._ready.clear()
-
-    def close(self) -> None:
-        if self._ray is not None and self._owns_runtime:
-            self._ray.shutdown()
-        self._ray, self._owns_runtime, self._remote = None, False, None
-
-    def __repr__(self) -> str:
-        return f"RayExecutor(address={self.address!r}, workers={self.workers}, threads_per_task={self.threads_per_task})"
+from trustlab.core._ray import RayExecutor  # noqa: E402  (it builds on the classes above)
 
 
 @validate_args(kind=[Options(EXECUTORS), InstanceOf(Executor)], address=[InstanceOf(str), None],
-               workers=[Interval(int, 1, None), None], threads_per_task=[Interval(int, 1, None), None])
+               workers=[Interval(int, 1, None), None], threads_per_task=[Interval(int, 1, None), None],
+               task_timeout_s=_TIMEOUT)
 def make_executor(kind: str | Executor = "local", *, address: str | None = None, workers: int | None = None,
-                  threads_per_task: int | None = 1) -> Executor:
+                  threads_per_task: int | None = 1, task_timeout_s: float | None = None) -> Executor:
     """An executor by name: ``"local"`` (default), ``"process"`` or ``"ray"``; an Executor is returned as is.
 
     ``address`` (ray only) connects to a running cluster; ``workers`` is the pool size (process) or the
-    CPUs of the local Ray runtime (ray without address); ``threads_per_task`` limits each task's threads.
+    CPUs of the local Ray runtime (ray without address); ``threads_per_task`` limits each task's threads;
+    ``task_timeout_s`` bounds each task's run time (:class:`TaskTimeout`, named in the :class:`TaskError`).
 
     Examples
     --------
@@ -445,20 +431,20 @@ def make_executor(kind: str | Executor = "local", *, address: str | None = None,
         return kind
     if address is not None and kind != "ray":
         raise ConfigError(f"The 'address' argument of make_executor only applies to kind='ray'. Got kind={kind!r}.")
+    kw = {"threads_per_task": threads_per_task, "task_timeout_s": task_timeout_s}
     if kind == "local":
-        return LocalExecutor(threads_per_task=threads_per_task)
+        return LocalExecutor(**kw)
     if kind == "process":
-        return ProcessExecutor(workers, threads_per_task=threads_per_task)
-    return RayExecutor(address, workers, threads_per_task=threads_per_task)
+        return ProcessExecutor(workers, **kw)
+    return RayExecutor(address, workers, **kw)
 
 
 @validate_args(lambda: {"executor": None, "fn": abs, "items": [1]}, executor=[InstanceOf(Executor), None],
                fn=[CallableRule()], items=[InstanceOf(Sequence)], seed=[Interval(int, 0, 2**32 - 1)],
-               desc=[InstanceOf(str)], show_progress=[Boolean()])
+               desc=[InstanceOf(str)], show_progress=[Boolean()], resources=_RESOURCES)
 def map_items(executor: Executor | None, fn: Callable[[Any], Any], items: Sequence[Any], *, seed: int = 0,
-              desc: str = "", show_progress: bool = False) -> list[Any]:
+              desc: str = "", show_progress: bool = False, resources: dict[str, Any] | None = None) -> list[Any]:
     """``executor.map(...)``, or a :class:`LocalExecutor`'s when ``executor`` is None (what methods call)."""
-    if executor is None:
-        return LocalExecutor().map(fn, items, seed=seed, desc=desc, show_progress=show_progress)
-    return executor.map(fn, items, seed=seed, desc=desc, show_progress=show_progress)
+    executor = LocalExecutor() if executor is None else executor
+    return executor.map(fn, items, seed=seed, desc=desc, show_progress=show_progress, resources=resources)
 

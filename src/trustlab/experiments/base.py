@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from trustlab.core.arguments import SequenceOf, validate_args
+from trustlab.core.arguments import AnyValue, SequenceOf, validate_args
 from trustlab.core.constraints import CallableRule, InstanceOf, Interval, Options, Satisfies
 from trustlab.core.exceptions import BudgetExceededError, ConfigError
 from trustlab.results.result import ClaimOutcome, Result
@@ -173,16 +173,20 @@ class RunContext:
 
         yield from tqdm(iterable, desc=desc, total=total, leave=False)
 
-    @validate_args(fn=[CallableRule()], items=_ITERABLE, desc=_TEXT)
-    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], desc: str = "") -> list[Any]:
+    @validate_args(fn=[CallableRule()], items=_ITERABLE, desc=_TEXT,
+                   resources=[AnyValue("checked by trustlab.core.executor.map_items, which it is handed to")])
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], desc: str = "",
+            resources: dict[str, Any] | None = None) -> list[Any]:
         """``[fn(item) for item in items]`` through the run's executor (local, process pool or Ray), for the
         independent units a run loops over (seeds, trials, grid points). Order is kept, each task's global
         RNGs are seeded from the run's first seed and the task's index, and one progress bar counts the
-        finished tasks across workers. ``fn`` must not rely on changing ``ctx`` (a worker gets a copy)."""
+        finished tasks across workers. ``fn`` must not rely on changing ``ctx`` (a worker gets a copy).
+        ``resources`` is what each task needs beyond its CPUs (``{"num_gpus": "auto"}`` for an LLM
+        fine-tune; see :func:`trustlab.core.executor.check_resources`)."""
         from trustlab.core.executor import map_items
 
         return map_items(self.executor, fn, list(items), seed=int(self.seeds[0]), desc=desc,
-                         show_progress=self.show_progress)
+                         show_progress=self.show_progress, resources=resources)
 
     @validate_args(message=_TEXT)
     def note(self, message: str) -> None:

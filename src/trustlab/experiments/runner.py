@@ -289,9 +289,13 @@ def run_experiment(
     start = _provenance()  # the code that runs: a commit made during a long run must not be recorded
     t0 = time.perf_counter()
     _import_torch_first(exp)
+    mapped_before = getattr(executor, "tasks_mapped", 0)
     with _restored_global_state(int(cfg.seeds[0])):
         result = exp.run(cfg, ctx)
     wall = time.perf_counter() - t0
+    tasks = getattr(executor, "tasks_mapped", 0) - mapped_before
+    if executor is not None and executor.name != "local" and tasks == 0:
+        _nothing_distributed(exp_id, executor, ctx)
     if not isinstance(result, Result):
         raise TypeError(f"trustlab.experiments.{exp_id}.run must return a Result. Got {type(result).__name__}.")
     result.experiment, result.mode, result.config = exp_id, mode, cfg.to_dict()
@@ -303,9 +307,20 @@ def run_experiment(
                              within_budget=budget is None or timed <= budget, overrun_at=ctx.overrun_at,
                              overrides=overrides, paper=dataclasses.asdict(exp.paper),
                              executor=repr(executor) if executor is not None else "local (in process)",
+                             executor_tasks=tasks,
                              knockout=list(exp.knockout or ()) if knockout else None)
     result.claims = evaluate_claims(result, exp.claims)
     return result, _save(result, out_dir)
+
+
+def _nothing_distributed(exp_id: str, executor: Executor, ctx: RunContext) -> None:
+    """Say once (a warning and a result note) that a run on a remote executor mapped no task."""
+    import warnings
+
+    msg = (f"{exp_id} ran in this process: in this mode it has no independent units to put on the "
+           f"{executor.name} executor (its seeds/trials are one unit, or it does not map them)")
+    warnings.warn(msg, RuntimeWarning, stacklevel=3)
+    ctx.note(msg)
 
 
 def _save(result: Result, out_dir: str | Path | None) -> Path | None:

@@ -18,7 +18,7 @@ from trustlab.core.constraints import Interval
 
 _ITEM = [AnyValue("a test task's payload, returned or named as is")]
 
-__all__ = ["global_draws", "fail_first", "always_fail", "pid_of", "sleep_for"]
+__all__ = ["global_draws", "fail_first", "always_fail", "pid_of", "sleep_for", "node_of", "sleep_then_touch"]
 
 
 @validate_args(item=_ITEM)
@@ -56,3 +56,25 @@ def sleep_for(seconds: float) -> float:
 
     time.sleep(seconds)
     return seconds
+
+
+@validate_args(seconds=[Interval(float, 0, None)])
+def node_of(seconds: float) -> tuple[str, int]:
+    """Sleep ``seconds``, then the Ray node id the task ran on and its process id."""
+    import time
+
+    import ray
+
+    time.sleep(seconds)
+    return ray.get_runtime_context().get_node_id(), os.getpid()
+
+
+@validate_args(item=_ITEM)
+def sleep_then_touch(item: tuple[float, str]) -> str:
+    """``item = (seconds, path)``: sleep, then create the file (a task that was cancelled leaves none)."""
+    import time
+
+    seconds, path = item
+    time.sleep(float(seconds))
+    Path(path).write_text("done")
+    return path
