@@ -471,3 +471,96 @@ def test_quick_mode_passes_the_expected_claims(quick_run):
     result, _ = quick_run("xai_controls")
     passed = {c.id for c in result.claims if c.status == "PASS"}
     assert set(QUICK_EXPECTED_PASS) <= passed, {c.id: c.status for c in result.claims}
+
+
+# ---------------------------------------------------------------- issue 41: per-row correlations, quantus cross-check
+
+
+def test_verdict_keeps_each_rows_correlation_and_the_compared_features(rf_exp, cancer):
+    v = rf_exp.verdict
+    for name, corr in v.correlations.items():
+        rows = v.row_correlations[name]
+        assert rows.shape == (16,)
+        assert np.isclose(np.nanmean(rows), corr.absolute)
+    bg_and_rows = np.vstack([cancer["X"][:300], cancer["X"][300:316]])
+    assert v.compared_features.dtype == bool and v.compared_features.shape == (10,)
+    assert v.compared_features.sum() <= (np.ptp(bg_and_rows, axis=0) > 0).sum()
+    assert "row_correlations" not in v.to_dict()  # the JSON stays one number per control
+
+
+def _issue41_result(rows):
+    from trustlab.results.result import Result
+
+    res = Result("xai_controls", "", {})
+    for r in rows:
+        res.add(**r)
+    return res
+
+
+def test_row_pass_rate_claim_counts_rows_not_seeds():
+    from trustlab.experiments import _xai_controls_extra as extra
+
+    def rows(real, broken):
+        return [{"explainer": extra.ROW_LABELS["real"], "seed": s, "metric": "row_pass", "control": "both",
+                 "value": v, "rows_defined": 100, "rows": 100} for s, v in enumerate(real)] + \
+               [{"explainer": extra.ROW_LABELS["broken"], "seed": s, "metric": "row_pass", "control": "both",
+                 "value": v, "rows_defined": 100, "rows": 100} for s, v in enumerate(broken)]
+
+    ok = extra.check_rows(_issue41_result(rows([100, 60], [0, 0])))   # 160/200 = 0.8: at the threshold
+    assert ok.passed and ok.observed.startswith("real 0.800 of 200 rows")
+    assert not extra.check_rows(_issue41_result(rows([100, 59], [0, 0]))).passed
+    assert not extra.check_rows(_issue41_result(rows([100, 100], [30, 20]))).passed   # broken 0.25 > 0.2
+    assert extra.check_rows(_issue41_result([{"explainer": "x", "seed": 0, "metric": "other", "control": "c",
+                                              "value": 1.0}])).passed is None
+
+
+def test_quantus_agreement_claim_and_table():
+    from trustlab.experiments import _xai_controls_extra as extra
+
+    def row(label, seed, ours, q, sim="all_features"):
+        return {"explainer": label, "seed": seed, "metric": "quantus_mprt", "control": sim, "value": q, "ours": ours}
+
+    res = _issue41_result([row("A", 0, 0.1, 0.2), row("A", 1, 0.45, 0.6), row("A", 0, 0.1, 0.2, "compared_features"),
+                           row("A", 1, 0.45, 0.4, "compared_features")])
+    c5, c5b = extra.check_quantus("all_features")(res), extra.check_quantus("compared_features")(res)
+    assert not c5.passed and c5.observed.startswith("1/2 pairs agree") and "A seed 1" in c5.detail
+    assert c5b.passed and c5b.observed.startswith("2/2 pairs agree")
+    table = extra.quantus_table(res)
+    assert "| A | 0.275 (0.10-0.45) | 2/2 | 0.400 (0.20-0.60) | 1/2 | 0.300 (0.20-0.40) | 2/2 |" in table
+    empty = _issue41_result([{"explainer": "x", "seed": 0, "metric": "other", "control": "c", "value": 1.0}])
+    assert extra.check_quantus("all_features")(empty).passed is None
+    assert "did not run" in extra.quantus_table(empty)
+
+
+def test_quantus_mprt_reexplains_the_same_way(net_data):
+    pytest.importorskip("quantus")
+    torch = pytest.importorskip("torch")
+    from trustlab.experiments._xai_controls_extra import quantus_mprt
+
+    d = net_data
+    kw = {"X_train": d["X"], "y_train": d["y"], "n_background": 20, "random_state": 3}
+    broken = explain(d["net"], d["X"][:12], method=model_ignoring, train_config=d["cfg"], **kw)
+    grad = explain(d["net"], d["X"][:12], method="gradient", train_config=d["cfg"], **kw)
+    state = torch.get_rng_state()
+    # the model-ignoring explainer gives the same attributions for quantus' randomised copy only if quantus'
+    # explain_func reproduces the background draw: then its Spearman is exactly 1
+    assert quantus_mprt(d["net"], broken, model_ignoring, d["X"], d["y"], 20, 3) == pytest.approx(1.0)
+    q = quantus_mprt(d["net"], grad, "gradient", d["X"], d["y"], 20, 3)
+    qm = quantus_mprt(d["net"], grad, "gradient", d["X"], d["y"], 20, 3, mask=grad.verdict.compared_features)
+    assert -1 <= q < 0.99 and -1 <= qm < 0.99
+    assert torch.equal(torch.get_rng_state(), state)   # quantus' torch.manual_seed calls stay inside the block
+
+
+def test_quantus_table_on_the_page_is_not_stale():
+    from pathlib import Path
+
+    from trustlab.experiments import _xai_controls_extra as extra
+    from trustlab.results.result import Result
+
+    papers = Path(__file__).resolve().parents[1] / "docs" / "papers"
+    committed = papers / "xai_controls_files" / "default.json"
+    if not committed.is_file():
+        pytest.skip("no committed default run")
+    page = papers / "xai_controls.md"
+    assert extra.render_page(page, Result.load(committed)) == page.read_text(encoding="utf-8"), (
+        "run python -m trustlab.experiments._xai_controls_extra to re-render the quantus table")

@@ -452,8 +452,10 @@ CLAIMS = [
 ]
 
 #: the quick gate's rule (python -m trustlab.experiments._gates xai_controls: >= 4 of 5 quick seeds, not PASS under
-#: KNOCKOUT): C2a passes on 1 of 5 quick seeds; C3 and C4 (study export, power helper) pass under the knockout
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-learned", "C1a", "C1c", "C2b", "C2c")
+#: KNOCKOUT): C2a passes on 1 of 5 quick seeds, C1d on 0; C3 and C4 (study export, power helper) pass under the
+#: knockout. Dropped from the rule's gate: C5 (5/5 quick), because it FAILs in default mode (22/25): quick's smaller
+#: MLP puts SHAP above 0.5 in both implementations, so quick never meets the near-0.5 case where the two differ.
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-learned", "C1a", "C1c", "C2b", "C2c", "C2d", "C5b")
 #: the mechanism off: the explained models learn nothing (MLP untrained, RF fitted to permuted labels)
 KNOCKOUT: tuple[str, ...] = ("train_models=false",)
 
