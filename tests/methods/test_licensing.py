@@ -17,10 +17,12 @@ from hypothesis import strategies as st
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.methods.licensing import (
     CompensationReport,
+    PoolSplit,
     KNNUtility,
     LogisticAccuracy,
     NaiveBayesLogLikelihood,
     compensation_report,
+    embedded_duplicates,
     exact_shapley,
     find_duplicates,
     knn_shapley,
@@ -29,6 +31,7 @@ from trustlab.methods.licensing import (
     loo_values,
     minor_unit_of,
     msr_banzhaf,
+    split_pool,
     tmc_shapley,
     to_minor_units,
 )
@@ -313,7 +316,7 @@ def test_validation_labels_unseen_in_training_and_k_too_large():
         compensation_report(Xd, yd, np.arange(10) % 2, Xv[:3], np.full(3, y[0]), 10, k=3)
 
 
-def test_all_values_non_positive_needs_a_fallback():
+def test_all_values_non_positive_follow_the_fallback():
     # every owner holds both classes; the validation points are class 0 inside the class-1 region: any
     # fitted model gets 0 accuracy while the empty coalition (pool majority, class 0) gets 1, so every
     # owner's exact Shapley value is negative and nothing is left to split by after clipping
@@ -323,8 +326,13 @@ def test_all_values_non_positive_needs_a_fallback():
     owner = np.repeat(["a", "b", "c"], 10)
     Xv, yv = 1.0 + 0.1 * rng.normal(size=(8, 1)), np.zeros(8, dtype=int)
     kw = {"method": "owner_shapley_exact", "utility": "logreg_acc", "k": 1, "counterfactual": False}
-    with pytest.raises(InputError, match="fallback='equal'"):
-        compensation_report(X, y, owner, Xv, yv, 100, **kw)
+    for fb in ("raise", None):
+        with pytest.raises(InputError, match="fallback='unpaid'.*fallback='equal'"):
+            compensation_report(X, y, owner, Xv, yv, 100, fallback=fb, **kw)
+    unpaid = compensation_report(X, y, owner, Xv, yv, 100, **kw)  # the default: pay nothing and say so
+    assert unpaid.payout_rule == "nothing left: unpaid" and unpaid.unpaid_minor == 10000
+    assert all(o.payout_minor == 0 and o.share == 0 for o in unpaid.owners)
+    assert any("nothing is left" in w for w in unpaid.warnings) and "not paid out" in unpaid.to_markdown()
     rep = compensation_report(X, y, owner, Xv, yv, 100, fallback="equal", **kw)
     assert all(o.raw_value < 0 for o in rep.owners) and rep.fallback_used
     assert [o.payout_minor for o in rep.owners] == [3334, 3333, 3333]

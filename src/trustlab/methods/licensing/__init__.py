@@ -8,8 +8,9 @@ contributor's contribution (it cites Shapley Royalty Share, arXiv:2404.13964). P
 * valuation: :func:`knn_shapley` (exact, O(N log N) per validation point), the owner-level games
   :func:`exact_shapley` (<= 12 players), :func:`msr_banzhaf`, :func:`tmc_shapley`, :func:`loo_values`
   over the utilities :class:`KNNUtility`, :class:`LogisticAccuracy`, :class:`NaiveBayesLogLikelihood`;
-* :func:`find_duplicates`, :func:`knn_vote_disagrees`, :func:`flag_noisy_labels`; money: :func:`largest_remainder`,
-  :func:`to_minor_units`, :func:`minor_unit_of`.
+* :func:`find_duplicates`, :func:`embedded_duplicates` (perturbed copies), :func:`knn_vote_disagrees`,
+  :func:`flag_noisy_labels`; money: :func:`split_pool` (with the rule for a pool with nothing left),
+  :func:`largest_remainder`, :func:`to_minor_units`, :func:`minor_unit_of`.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ _LAZY = {
     **dict.fromkeys(("knn_shapley", "knn_vote_disagrees", "flag_noisy_labels"), "_knn"),
     **dict.fromkeys(("Game", "KNNUtility", "LogisticAccuracy", "NaiveBayesLogLikelihood"), "_utilities"),
     **dict.fromkeys(("GameValues", "exact_shapley", "msr_banzhaf", "tmc_shapley", "loo_values"), "_games"),
-    **dict.fromkeys(("DuplicateGroups", "find_duplicates"), "_dedup"),
-    **dict.fromkeys(("MINOR_UNITS", "minor_unit_of", "to_minor_units", "largest_remainder"), "_payout"),
+    **dict.fromkeys(("DuplicateGroups", "find_duplicates", "embedded_duplicates"), "_dedup"),
+    **dict.fromkeys(("MINOR_UNITS", "minor_unit_of", "to_minor_units", "largest_remainder", "PoolSplit", "split_pool"),
+                    "_payout"),
 }
 __all__ = sorted(_LAZY)
 METHODS.register_exports(__name__, _LAZY, ["CompensationAudit"], paper="licensing", role="auditor")

@@ -15,15 +15,16 @@ from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.core.hashing import content_hash
 from trustlab.core.roles import Auditor
 from trustlab.core.validation import check_array
-from trustlab.methods.licensing._dedup import find_duplicates
+from trustlab.methods.licensing._dedup import embedded_duplicates, find_duplicates
 from trustlab.methods.licensing._games import exact_shapley, loo_values, msr_banzhaf, tmc_shapley
 from trustlab.methods.licensing._knn import check_knn_inputs, flag_noisy_labels, knn_shapley
 from trustlab.methods.licensing._paper import PAPER
 from trustlab.methods.licensing._payout import (
     _AMOUNT,
     _CODE,
-    largest_remainder,
+    FALLBACKS,
     minor_unit_of,
+    split_pool,
     to_minor_units,
 )
 from trustlab.methods.licensing._report import CompensationReport, OwnerLine
@@ -42,9 +43,12 @@ _CONSTRAINTS: dict[str, list[Any]] = {
     "currency": [_CODE],
     "minor_unit": [NONE, Interval(int, 0, 6)],
     "negative": [Options(["clip", "allow"])],
-    "fallback": [NONE, Options(["equal"])],
-    "dedup": [Options(["exact", "near", "off"])],
+    "fallback": [NONE, Options(FALLBACKS)],
+    "zero_tol": [Interval(float, 0, 1)],
+    "dedup": [Options(["exact", "near", "embedded", "off"])],
     "near_tol": [Interval(float, 0, None)],
+    "near_quantile": [Interval(float, 0, 1, closed="neither")],
+    "near_variance": [Interval(float, 0, 1, closed="right")],
     "dedup_decimals": [Interval(int, 0, 15)],
     "dup_credit": [Options(["first", "split"])],
     "noise_flag_quantile": [Interval(float, 0, 1)],
@@ -109,9 +113,14 @@ class CompensationAudit(Auditor):
     flag noisy points (lowest ``noise_flag_quantile`` of the point-level KNN-Shapley values *and*
     disagreeing with the leave-one-out KNN vote; ``noisy="drop"`` removes them and values again); pay
     out ``max(value, 0)`` (``negative="clip"``) or the signed values (``"allow"``: negative payouts are
-    deductions) by the largest-remainder method to the minor unit, ties by owner id. When no owner has
-    a positive weight, ``fallback="equal"`` splits the pool equally among owners with valued points;
-    otherwise an InputError is raised. With ``counterfactual`` (and ``dedup`` on) the same valuation
+    deductions) by the largest-remainder method to the minor unit, ties by owner id (:func:`split_pool`).
+    When nothing is left (the total gain ``v(N) - v(empty)`` or the weights' sum is <= ``zero_tol`` times
+    the values' scale), ``fallback="unpaid"`` (default) pays nothing and the report says so,
+    ``"equal"`` splits the pool equally among owners with valued points, ``"raise"`` / None raises
+    InputError. ``dedup="embedded"`` finds perturbed copies: Euclidean distance in the PCA space keeping
+    ``near_variance`` of the variance, tolerance = the ``near_quantile`` quantile of validation-to-training
+    nearest-neighbour distances (:func:`embedded_duplicates`). Monte-Carlo methods give each owner's
+    ``share_se`` and ``payout_se_minor``. With ``counterfactual`` (and ``dedup`` on) the same valuation
     without de-duplication gives each owner's ``share_no_dedup``: what duplicate submissions would
     have earned.
 
@@ -121,8 +130,9 @@ class CompensationAudit(Auditor):
     utility : {"knn", "logreg_acc", "loglik"}, utility of the owner-level games ("knn" for knn_shapley)
     k : int, neighbours of the KNN utility, the KNN-Shapley values and the noise vote
     currency : str, ISO 4217 code; minor_unit : int or None, overrides the code's exponent
-    negative : {"clip", "allow"}; fallback : None or "equal"
-    dedup : {"exact", "near", "off"}; near_tol : float; dedup_decimals : int; dup_credit : {"first", "split"}
+    negative : {"clip", "allow"}; fallback : {"unpaid", "equal", "raise"} or None (= "raise"); zero_tol : float
+    dedup : {"exact", "near", "embedded", "off"}; near_tol : float (max norm, "near"); near_quantile,
+    near_variance : float ("embedded"); dedup_decimals : int; dup_credit : {"first", "split"}
     noise_flag_quantile : float in [0, 1]; noisy : {"keep", "drop"}
     n_samples : int, TMC permutations or Banzhaf coalitions; tmc_tol : float, TMC truncation tolerance
     counterfactual : bool; random_state : None, int or Generator (TMC and Banzhaf draws)
@@ -139,8 +149,9 @@ class CompensationAudit(Auditor):
     _constraints: ClassVar[dict[str, list[Any]]] = _CONSTRAINTS
 
     def __init__(self, *, method: str = "knn_shapley", utility: str = "knn", k: int = 5, currency: str = "EUR",
-                 minor_unit: int | None = None, negative: str = "clip", fallback: str | None = None,
-                 dedup: str = "exact", near_tol: float = 1e-3, dedup_decimals: int = 6, dup_credit: str = "first",
+                 minor_unit: int | None = None, negative: str = "clip", fallback: str | None = "unpaid",
+                 zero_tol: float = 1e-9, dedup: str = "exact", near_tol: float = 1e-3, near_quantile: float = 0.01,
+                 near_variance: float = 0.9, dedup_decimals: int = 6, dup_credit: str = "first",
                  noise_flag_quantile: float = 0.05, noisy: str = "keep", n_samples: int = 200,
                  tmc_tol: float = 0.0, counterfactual: bool = True, random_state: Any = 0):
         self.method = method
@@ -150,8 +161,11 @@ class CompensationAudit(Auditor):
         self.minor_unit = minor_unit
         self.negative = negative
         self.fallback = fallback
+        self.zero_tol = zero_tol
         self.dedup = dedup
         self.near_tol = near_tol
+        self.near_quantile = near_quantile
+        self.near_variance = near_variance
         self.dedup_decimals = dedup_decimals
         self.dup_credit = dup_credit
         self.noise_flag_quantile = noise_flag_quantile
@@ -220,15 +234,9 @@ class CompensationAudit(Auditor):
         return {"values": vals, "se": se, "v_full": res.v_full, "v_empty": res.v_empty,
                 "efficient": res.efficient, "sum_se": res.sum_se, "phi": None}
 
-    def _pay(self, values: np.ndarray, pool_minor: int, ids: list[str], eligible: np.ndarray) -> tuple[np.ndarray, bool]:
-        w = _weights(values, self.negative)
-        if w.sum() > 0:
-            return largest_remainder(w, pool_minor, ids), False
-        if self.fallback != "equal":
-            raise InputError(f"Every owner's value is <= 0 (sum of payout weights {float(w.sum()):.3g}), so there is "
-                             "nothing to split the pool by. Pass fallback='equal' to split it equally among owners "
-                             "with valued points, or check the validation set and utility.")
-        return largest_remainder(eligible.astype(np.float64), pool_minor, ids), True
+    def _pay(self, values: np.ndarray, pool_minor: int, ids: list[str], eligible: np.ndarray, gain: float) -> Any:
+        return split_pool(values, pool_minor, ids, negative=self.negative, fallback=self.fallback, eligible=eligible,
+                          gain=gain, zero_tol=float(self.zero_tol))
 
     # -- the verb ------------------------------------------------------------------------------------
     def _inputs(self, X: Any, y: Any, owner: Any, X_val: Any, y_val: Any, pool: Any, owners: Any) -> dict[str, Any]:
@@ -272,13 +280,18 @@ class CompensationAudit(Auditor):
         if self.dedup == "off":
             keep, leader = np.ones(len(X), dtype=bool), np.arange(len(X))
         else:
-            groups = find_duplicates(X, d["y"], mode=self.dedup, tol=self.near_tol, decimals=self.dedup_decimals)
+            if self.dedup == "embedded":
+                groups = embedded_duplicates(X, d["y"], d["X_val"], quantile=float(self.near_quantile),
+                                             variance=float(self.near_variance))
+            else:
+                groups = find_duplicates(X, d["y"], mode=self.dedup, tol=self.near_tol, decimals=self.dedup_decimals)
             keep, leader = ~groups.is_duplicate, groups.leader
+            d["dedup_tol"] = None if self.dedup == "exact" else groups.tol
             sd = X.std(axis=0)
             sd = sd[sd > 0]
-            if self.dedup == "near" and len(sd) and sd.max() > 100 * sd.min():
-                d["warnings"].append(f"feature scales differ by {sd.max() / sd.min():.0f}x and near_tol={self.near_tol} "
-                                     "is in raw units (max norm): standardise X (and X_val) before a near "
+            if self.dedup in ("near", "embedded") and len(sd) and sd.max() > 100 * sd.min():
+                d["warnings"].append(f"feature scales differ by {sd.max() / sd.min():.0f}x and the {self.dedup} "
+                                     "tolerance is in raw units: standardise X (and X_val) before a near "
                                      "de-duplication.")
         within, cross = np.zeros(n_own, dtype=np.int64), np.zeros(n_own, dtype=np.int64)
         for i in np.flatnonzero(~keep):
@@ -322,9 +335,12 @@ class CompensationAudit(Auditor):
                 raise InputError(f"Dropping {int(flags.sum())} flagged row(s) leaves {len(valued)} < k={self.k} rows.")
             res = value(valued, None if credit is None else [c for c, f in zip(credit, flags) if not f])
         values = res["values"]
-        payout, fallback_used = self._pay(values, d["pool_minor"], d["registry"],
-                                          np.bincount(player[valued], minlength=n_own) > 0)
+        split = self._pay(values, d["pool_minor"], d["registry"], np.bincount(player[valued], minlength=n_own) > 0,
+                          float(res["v_full"] - res["v_empty"]))
+        payout, fallback_used = split.payouts, split.rule != "proportional"
         share = payout / d["pool_minor"] if fallback_used else _shares(values, self.negative)
+        wsum = float(_weights(values, self.negative).sum())
+        share_se = None if res["se"] is None or fallback_used or wsum <= 0 else res["se"] / wsum
         share_nd = None
         if self.counterfactual and self.dedup != "off":
             share_nd = _shares(value(np.arange(len(player)), None)["values"], self.negative)
@@ -339,8 +355,14 @@ class CompensationAudit(Auditor):
             share=float(share[c]), payout_minor=int(payout[c]),
             payout=format(Decimal(int(payout[c])).scaleb(-d["exponent"]), "f"),
             rank=rank[c], share_no_dedup=None if share_nd is None else float(share_nd[c]),
-            share_dedup=float(share_dedup[c])) for c in range(n_own)]
-        return self._report(d, res, lines, fallback_used, len(kept), dd["n_dup"], int(flags.sum()))
+            share_dedup=float(share_dedup[c]), share_se=None if share_se is None else float(share_se[c]),
+            payout_se_minor=None if share_se is None else float(share_se[c] * d["pool_minor"]))
+            for c in range(n_own)]
+        if fallback_used or split.unpaid_minor:
+            d["warnings"].append(f"nothing is left to split the pool by ({split.reason}): {split.rule}.")
+        rep = self._report(d, res, lines, fallback_used, len(kept), dd["n_dup"], int(flags.sum()))
+        rep.payout_rule, rep.unpaid_minor, rep.dedup_tol = split.rule, int(split.unpaid_minor), d.get("dedup_tol")
+        return rep
 
     def _report(self, d: dict[str, Any], res: dict[str, Any], lines: list[OwnerLine], fallback_used: bool,
                 n_kept: int, n_dup: int, n_flagged: int) -> CompensationReport:
@@ -381,8 +403,9 @@ def _example() -> dict[str, Any]:
                _example=_example, **_CONSTRAINTS)
 def compensation_report(X: Any, y: Any, owner: Any, X_val: Any, y_val: Any, pool: Any, *, owners: Any = None,
                         currency: str = "EUR", method: str = "knn_shapley", utility: str = "knn", k: int = 5,
-                        minor_unit: int | None = None, negative: str = "clip", fallback: str | None = None,
-                        dedup: str = "exact", near_tol: float = 1e-3, dedup_decimals: int = 6,
+                        minor_unit: int | None = None, negative: str = "clip", fallback: str | None = "unpaid",
+                        zero_tol: float = 1e-9, dedup: str = "exact", near_tol: float = 1e-3,
+                        near_quantile: float = 0.01, near_variance: float = 0.9, dedup_decimals: int = 6,
                         dup_credit: str = "first", noise_flag_quantile: float = 0.05, noisy: str = "keep",
                         n_samples: int = 200, tmc_tol: float = 0.0, counterfactual: bool = True,
                         random_state: Any = 0) -> CompensationReport:
@@ -398,7 +421,8 @@ def compensation_report(X: Any, y: Any, owner: Any, X_val: Any, y_val: Any, pool
     True
     """
     audit = CompensationAudit(method=method, utility=utility, k=k, currency=currency, minor_unit=minor_unit,
-                              negative=negative, fallback=fallback, dedup=dedup, near_tol=near_tol,
+                              negative=negative, fallback=fallback, zero_tol=zero_tol, dedup=dedup,
+                              near_tol=near_tol, near_quantile=near_quantile, near_variance=near_variance,
                               dedup_decimals=dedup_decimals, dup_credit=dup_credit,
                               noise_flag_quantile=noise_flag_quantile, noisy=noisy, n_samples=n_samples,
                               tmc_tol=tmc_tol, counterfactual=counterfactual, random_state=random_state)

@@ -124,7 +124,10 @@ def tmc_shapley(game: Game, n_permutations: int = 200, tol: float = 0.0, random_
     ``|v(N) - v(pi_<=k)| < tol * |v(N)|`` the remaining marginals are 0 (truncation). ``values`` is the
     mean over permutations and ``se`` its standard error. Without truncation (``tol=0``) every
     permutation's marginals sum exactly to ``v(N) - v(empty)``; ``sum_se`` is the standard error of the
-    per-permutation total (0 then), against which the efficiency residual is judged.
+    per-permutation total (0 then), against which the efficiency residual is judged. For the KNN utility
+    without truncation the prefixes come from one incremental pass per permutation
+    (``prefix_marginals``; the same permutations, equal values to rounding), which makes hundreds of
+    players affordable.
 
     Examples
     --------
@@ -136,6 +139,12 @@ def tmc_shapley(game: Game, n_permutations: int = 200, tol: float = 0.0, random_
     p = game.n_players
     v_full, v_empty = game.v_full, game.v_empty
     marg = np.zeros((n_permutations, p))
+    if tol == 0 and hasattr(game, "prefix_marginals"):  # the KNN game: incremental prefixes, same permutations
+        perms = np.array([rng.permutation(p) for _ in range(n_permutations)], dtype=np.int64).reshape(n_permutations, p)
+        step = max(1, int(2e6 // max(1, game._cand.size)))
+        for s in range(0, n_permutations, step):
+            marg[s:s + step] = game.prefix_marginals(perms[s:s + step])
+        return _tmc_result(game, marg, tol, v_full, v_empty)
     for t in range(n_permutations):
         perm = rng.permutation(p)
         mask = np.zeros(p, dtype=bool)
@@ -147,9 +156,13 @@ def tmc_shapley(game: Game, n_permutations: int = 200, tol: float = 0.0, random_
             cur = float(game.values(mask[None, :])[0])
             marg[t, player] = cur - prev
             prev = cur
-    se = marg.std(axis=0, ddof=1) / math.sqrt(n_permutations)
-    totals = marg.sum(axis=1)
-    sum_se = float(totals.std(ddof=1) / math.sqrt(n_permutations))
+    return _tmc_result(game, marg, tol, v_full, v_empty)
+
+
+def _tmc_result(game: Game, marg: np.ndarray, tol: float, v_full: float, v_empty: float) -> GameValues:
+    n = len(marg)
+    se = marg.std(axis=0, ddof=1) / math.sqrt(n)
+    sum_se = float(marg.sum(axis=1).std(ddof=1) / math.sqrt(n))
     return GameValues("tmc_shapley", marg.mean(axis=0), se, v_full, v_empty, tol == 0, game.n_evaluations,
                       sum_se=sum_se)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
@@ -10,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import ArrayLike, validate_args
-from trustlab.core.constraints import NONE, Interval, Satisfies
+from trustlab.core.constraints import NONE, Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError
 
-__all__ = ["MINOR_UNITS", "minor_unit_of", "to_minor_units", "largest_remainder"]
+__all__ = ["MINOR_UNITS", "minor_unit_of", "to_minor_units", "largest_remainder", "PoolSplit", "split_pool"]
 
 #: ISO 4217 minor-unit exponents of common currencies (payouts are integers of 10**-exponent units:
 #: cents for EUR/USD, whole yen for JPY, fils for KWD). Pass ``minor_unit=`` for any other code.
@@ -134,3 +135,77 @@ def largest_remainder(weights: Any, total: int, owner_ids: Any = None) -> np.nda
         raise InputError(f"The 'weights' argument of largest_remainder gives an amount of {big} minor units, beyond "
                          f"the int64 range: negative weights nearly cancel (sum {float(s)!r}). Got {len(w)} weights.")
     return np.array(base, dtype=np.int64)
+
+
+#: what ``split_pool`` does when nothing is left: pay nothing (say so), split evenly, or raise; None = "raise"
+FALLBACKS = ("unpaid", "equal", "raise")
+
+
+@dataclass
+class PoolSplit:
+    """The outcome of :func:`split_pool`. ``payouts`` (int64, minor units) plus ``unpaid_minor`` sum to the pool;
+    ``rule`` is ``"proportional"``, ``"nothing left: unpaid"`` or ``"nothing left: equal split"``; ``reason``
+    says why nothing was left (None otherwise); ``weight_sum`` is the exact sum of the payout weights."""
+
+    payouts: np.ndarray
+    unpaid_minor: int
+    rule: str
+    reason: str | None
+    weight_sum: float
+
+
+def _nothing_left(w: list[Fraction], values: np.ndarray, gain: float | None, zero_tol: float) -> str | None:
+    scale = max([float(np.sum(np.abs(values)))] + ([abs(gain)] if gain is not None else []) + [np.finfo(float).tiny])
+    s = sum(w, Fraction(0))
+    if gain is not None and gain <= zero_tol * scale:
+        return f"the pool's total value v(N) - v(empty) = {gain:.3g} is <= {zero_tol:g} x {scale:.3g}"
+    if s <= Fraction(zero_tol) * Fraction(scale):
+        return f"the payout weights sum to {float(s):.3g} <= {zero_tol:g} x {scale:.3g} (exact arithmetic)"
+    return None
+
+
+@validate_args(values=[ArrayLike(ndim=1)], total=[Interval(int, 0, None)],
+               owner_ids=[NONE, ArrayLike(ndim=1, dtype="any", finite=False)], negative=[Options(["clip", "allow"])],
+               fallback=[NONE, Options(FALLBACKS)], eligible=[NONE, ArrayLike(ndim=1, dtype="any")],
+               gain=[NONE, Interval(float, None, None)], zero_tol=[Interval(float, 0, 1)],
+               _example=lambda: {"values": np.array([0.2, -0.1, 0.5]), "total": 1000})
+def split_pool(values: Any, total: int, owner_ids: Any = None, *, negative: str = "clip", fallback: str | None = "unpaid",
+               eligible: Any = None, gain: float | None = None, zero_tol: float = 1e-9) -> PoolSplit:
+    """Split ``total`` minor units by owners' values, with a rule for a pool that has nothing left to split.
+
+    Weights are ``max(values, 0)`` (``negative="clip"``) or the signed values (``"allow"``: a negative
+    payout is a deduction). **Nothing is left** when the total gain ``gain = v(N) - v(empty)`` (when given)
+    or the exact sum of the weights is <= ``zero_tol * max(sum |values|, |gain|)``: a pool whose data are
+    worth no more than no data, every value <= 0, or signed values that cancel (their quotas would be
+    amplified rounding noise). Otherwise the weights are split by :func:`largest_remainder`. When nothing
+    is left, ``fallback`` decides: ``"unpaid"`` pays nothing (``unpaid_minor = total``, the caller reports
+    it), ``"equal"`` splits evenly among the ``eligible`` owners (boolean mask; default all), ``"raise"``
+    or None raises InputError.
+
+    Examples
+    --------
+    >>> split_pool(np.array([0.2, -0.1, 0.6]), 1000).payouts.tolist()
+    [250, 0, 750]
+    >>> r = split_pool(np.array([-0.2, -0.1]), 1000)
+    >>> r.payouts.tolist(), r.unpaid_minor, r.rule
+    ([0, 0], 1000, 'nothing left: unpaid')
+    """
+    v = np.asarray(values, dtype=np.float64)
+    wf = np.maximum(v, 0.0) if negative == "clip" else v
+    w = [Fraction(float(x)) for x in wf]
+    reason = _nothing_left(w, v, gain, zero_tol)
+    if reason is None:
+        return PoolSplit(largest_remainder(wf, total, owner_ids), 0, "proportional", None, float(sum(w, Fraction(0))))
+    if fallback in (None, "raise"):
+        raise InputError(f"Nothing is left to split the pool by: {reason}. Pass fallback='unpaid' to pay nothing "
+                         "(and say so) or fallback='equal' to split the pool evenly, or check the validation set "
+                         "and utility.")
+    if fallback == "unpaid":
+        return PoolSplit(np.zeros(len(v), dtype=np.int64), int(total), "nothing left: unpaid", reason,
+                         float(sum(w, Fraction(0))))
+    elig = np.ones(len(v), dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
+    if len(elig) != len(v) or not elig.any():
+        raise InputError(f"The 'eligible' argument of split_pool must be {len(v)} booleans with at least one True. "
+                         f"Got {int(elig.sum())} True of {len(elig)}.")
+    return PoolSplit(largest_remainder(elig.astype(np.float64), total, owner_ids), 0, "nothing left: equal split",
+                     reason, float(sum(w, Fraction(0))))

@@ -28,7 +28,8 @@ class OwnerLine:
     ``share``: the fraction of the pool paid; ``payout_minor``: the payout in minor units (cents for
     EUR, whole yen for JPY); ``share_no_dedup``: the share the same method would pay without
     de-duplication (what gaming would have earned); ``share_dedup``: the share after de-duplication and
-    before noisy points are dropped."""
+    before noisy points are dropped; ``share_se`` / ``payout_se_minor``: Monte-Carlo standard errors of the
+    share and the payout (SE of the value over the sum of payout weights; None for exact methods)."""
 
     owner: str
     n_points: int
@@ -44,6 +45,8 @@ class OwnerLine:
     rank: int
     share_no_dedup: float | None
     share_dedup: float
+    share_se: float | None = None
+    payout_se_minor: float | None = None
 
 
 @dataclass
@@ -55,7 +58,10 @@ class CompensationReport:
     definition), ``efficiency_residual`` = sum_raw - (v_full - v_empty) (None where not defined),
     ``efficiency_se`` (Monte-Carlo methods), money (``currency``, ``minor_unit``, ``pool_minor``, the
     sum of payouts always equals ``pool_minor``), ``seed``, library ``versions``, ``input_hash``
-    (SHA-256 of the training/validation arrays and owner ids), ``params`` and ``warnings``.
+    (SHA-256 of the training/validation arrays and owner ids), ``params`` and ``warnings``;
+    ``payout_rule`` ("proportional" or "nothing left: unpaid" / "nothing left: equal split"), ``unpaid_minor``
+    (minor units not paid out; payouts plus it sum to ``pool_minor``) and ``dedup_tol`` (the near or
+    embedded tolerance used).
     """
 
     owners: list[OwnerLine]
@@ -83,6 +89,9 @@ class CompensationReport:
     input_hash: str
     params: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    payout_rule: str = "proportional"
+    unpaid_minor: int = 0
+    dedup_tol: float | None = None
 
     # -- serialisation ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -132,9 +141,10 @@ class CompensationReport:
             f"- method: `{self.method}`, utility: `{self.utility}`, k = {self.k}, seed = {self.seed}",
             f"- v(N) = {self.v_full:.6g}, v(empty) = {self.v_empty:.6g}, sum of raw values = {self.sum_raw:.6g}, "
             f"efficiency residual: {eff}",
-            f"- negative values: `{self.negative}`" + ("; every value was <= 0: the equal fallback was used"
-                                                      if self.fallback_used else ""),
-            f"- de-duplication: `{p.get('dedup')}` (credit `{p.get('dup_credit')}`), {self.n_duplicates} duplicate "
+            f"- negative values: `{self.negative}`; payout rule: {self.payout_rule}"
+            + (f" ({self.amount(self.unpaid_minor)} {self.currency} not paid out)" if self.unpaid_minor else ""),
+            f"- de-duplication: `{p.get('dedup')}`" + (f" (tolerance {self.dedup_tol:.4g})" if self.dedup_tol is not None
+                                                     else "") + f" (credit `{p.get('dup_credit')}`), {self.n_duplicates} duplicate "
             f"row(s) dropped; noisy-label flags: {self.n_flagged_noisy} (bottom {p.get('noise_flag_quantile')} of "
             f"point values and against the KNN vote; `{p.get('noisy')}`)",
             f"- data: {self.n_train} training rows ({self.n_kept} valued), {self.n_val} validation rows; input "
@@ -147,9 +157,10 @@ class CompensationReport:
         ]
         for o in sorted(self.owners, key=lambda o: o.rank):
             se = f" ± {o.value_se:.2g}" if o.value_se is not None else ""
+            pse = f" ± {self.amount(round(o.payout_se_minor))}" if o.payout_se_minor is not None else ""
             nd = "-" if o.share_no_dedup is None else f"{100 * o.share_no_dedup:.2f} %"
             lines.append(f"| {o.rank} | {o.owner} | {o.n_points} | {o.n_unique} | {o.n_dup_within} | {o.n_dup_cross} "
-                         f"| {o.n_flagged_noisy} | {o.raw_value:.4g}{se} | {100 * o.share:.2f} % | {o.payout} | {nd} |")
+                         f"| {o.n_flagged_noisy} | {o.raw_value:.4g}{se} | {100 * o.share:.2f} % | {o.payout}{pse} | {nd} |")
         if self.warnings:
             lines += ["", "Warnings:"] + [f"- {w}" for w in self.warnings]
         return "\n".join(lines) + "\n"

@@ -115,6 +115,36 @@ class _KNNGame(Game):
             out[s:s + chunk] = (top & self._match[None]).sum(axis=(1, 2)) / (self.k * v)
         return out
 
+    def prefix_marginals(self, perms: np.ndarray) -> np.ndarray:
+        """Marginals ``v(pi_<=t) - v(pi_<t)`` of every player along each permutation (rows of ``perms``), credited
+        to the player: one incremental pass per permutation instead of one evaluation per prefix.
+
+        Candidate ``j`` of a validation row (rank order) is among the k nearest of the prefix from the step its
+        player arrives, ``a_j``, until the step the k-th earlier candidate arrives, ``T_j``; so it adds
+        ``match_j / (k V)`` at ``a_j`` and removes it at ``T_j`` (when ``a_j < T_j``)."""
+        perms = np.atleast_2d(np.asarray(perms, dtype=np.int64))
+        b, p = perms.shape
+        v, length = self._cand.shape
+        rank = np.full((b, p + 1), p, dtype=np.int64)  # the padding player never arrives
+        np.put_along_axis(rank, perms, np.broadcast_to(np.arange(p), (b, p)), 1)
+        arr = rank[:, self._cand].reshape(b * v, length)  # arrival step of each candidate, (B*V, L)
+        match = np.broadcast_to(self._match[None], (b, v, length)).reshape(b * v, length)
+        buf = np.full((b * v, self.k), p, dtype=np.int64)  # the k earliest arrivals among earlier candidates
+        counts = np.zeros((b * v, p + 2))
+        rows = np.arange(b * v)
+        for j in range(length):
+            a, t = arr[:, j], buf[:, -1]
+            live = match[:, j] & (a < t)
+            np.add.at(counts, (rows[live], a[live]), 1.0)
+            np.add.at(counts, (rows[live], t[live]), -1.0)
+            ins = a < t
+            if ins.any():
+                buf[ins] = np.sort(np.concatenate([buf[ins, :-1], a[ins, None]], axis=1), axis=1)
+        per_step = counts[:, :p].reshape(b, v, p).sum(axis=1) / (self.k * v)  # (B, steps)
+        marg = np.zeros((b, p))
+        np.put_along_axis(marg, perms, per_step, 1)
+        return marg
+
 
 class KNNUtility:
     """``v(S) = mean_v (1/k) #{correct labels among the k nearest points of S}``; ``v(empty) = 0``.
