@@ -297,7 +297,7 @@ def test_too_many_models_needs_max_depth(monkeypatch):
     monkeypatch.setattr(engine, "_available_bytes", lambda: int(4 * 13 * 1000**2))  # room for 1000 supermodels
     t = synthetic_table(40, 12, random_state=0)
     e = SyntheticNoiseEstimator(random_state=0).estimate(t)
-    with pytest.raises(ConfigError, match="max_depth <= 3"):
+    with pytest.raises(ConfigError, match="max_depth <= 4"):
         _fit(CascadeRouter(**KW), e)
     assert _fit(CascadeRouter(max_depth=3, **KW), e).space_.U == 299
 
