@@ -37,9 +37,10 @@ from trustlab.results.result import Result
 
 TITLE = "Deception probes: linear probes on SmolLM2 activations, calibrated on control chat"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: the quick gate's rule (5 quick seeds + knockout, docs/papers/deception.md): C3a and C4 left it (they PASS with the
-#: shuffled-label probes of the knockout: they hold for any scorer)
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-beyond-text", "C1")
+#: the quick gate's rule (5 quick seeds + knockout, docs/papers/deception.md; issue 41 run 2026-12-03): C4 is out
+#: (it PASSes with the shuffled-label probes of the knockout: it holds for any scorer); C3a is VOID in quick mode (60
+#: held-out controls give its test power 0.39 < 0.80, pre-c3a-power FAILs by design)
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-beyond-text", "C1", "pre-truth-decodable")
 #: the mechanism off: the activation probes (the layer sweep, MMS, LAT) train on permuted labels; the text-only
 #: baselines, the shuffled-label control and the calibration keep the real labels
 KNOCKOUT: tuple[str, ...] = ("shuffle_labels=True",)
