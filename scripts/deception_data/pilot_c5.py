@@ -5,7 +5,7 @@ For each layer: an LR probe trained on true-vs-false twins of the training facts
 the dishonest persona; beside it C5's own number (the instructed-pairs probe, false vs true, min over personas,
 on the held-out facts). Prints one JSON line per layer.
 
-    /work/helpers/cpu .venv/bin/python scripts/deception_data/pilot_c5.py [--seed 100]
+    .venv/bin/python scripts/deception_data/pilot_c5.py [--seed 100]
 """
 
 from __future__ import annotations

@@ -17,12 +17,10 @@ from hypothesis import strategies as st
 from trustlab.core.exceptions import ConfigError, InputError
 from trustlab.methods.licensing import (
     CompensationReport,
-    PoolSplit,
     KNNUtility,
     LogisticAccuracy,
     NaiveBayesLogLikelihood,
     compensation_report,
-    embedded_duplicates,
     exact_shapley,
     find_duplicates,
     knn_shapley,
@@ -31,7 +29,6 @@ from trustlab.methods.licensing import (
     loo_values,
     minor_unit_of,
     msr_banzhaf,
-    split_pool,
     tmc_shapley,
     to_minor_units,
 )

@@ -16,10 +16,10 @@ __all__ = ["require", "is_available", "EXTRA_MODULES", "extra_of"]
 EXTRA_MODULES: dict[str, list[str]] = {
     "torch": ["torch"],
     "llm": ["torch", "transformers", "accelerate", "gguf", "peft", "sentence_transformers"],
-    "fl": ["torch", "flwr", "opacus"],
+    "fl": ["torch", "flwr", "opacus", "prv_accountant"],
     "ts": ["torch", "aeon"],
     "xai": ["shap", "optuna"],
-    "xai-torch": ["shap", "torch", "captum"],
+    "xai-torch": ["shap", "torch", "captum", "quantus"],
     "trees": ["gosdt", "treefarms", "licketysplit"],
     "valuation": ["cleanlab"],
     "symbolic": ["torch", "pytorch_tabnet", "gplearn", "sympy", "statsmodels"],
