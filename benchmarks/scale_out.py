@@ -14,7 +14,6 @@ Run on both cores (no other job): ``python benchmarks/scale_out.py [--skip repro
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -85,6 +84,8 @@ def rmia_refs(bench: _harness.Bench, n_refs: int = 16, epochs: int = 60, repeat:
 
 
 def _reproduce(ids: list[str], out: Path, *extra: str) -> tuple[float, dict]:
+    from trustlab.results.compare import without_timing
+
     cmd = [sys.executable, "-m", "trustlab", "reproduce", *ids, "--quick", "--no-progress", "--out", str(out), *extra]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -96,12 +97,10 @@ def _reproduce(ids: list[str], out: Path, *extra: str) -> tuple[float, dict]:
         (path,) = (out / exp / "quick").glob("*.json")
         d = json.loads(path.read_text())
         found[exp] = {"claims": [(c["id"], c["passed"]) for c in d["claims"]], "error": d["provenance"].get("error"),
-                      "summary": {k: v for k, v in d["summary"].items() if not _TIMING.search(k)}}
+                      "summary": without_timing(d["summary"])}
     return wall, found
 
 
-#: summary keys that hold wall-clock times (never equal between two runs)
-_TIMING = re.compile(r"(time|_s$|_s_|speed|warmup|seconds|per_ref)")
 
 
 def reproduce(all_: bool, workers: int = 2) -> dict:

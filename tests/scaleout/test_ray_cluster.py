@@ -5,29 +5,19 @@ Results equal the local executor's for the same seeds; every runtime is stopped 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from trustlab.core.executor import LocalExecutor, RayExecutor, TaskError
+from trustlab.results.compare import without_timing
 from trustlab.testing import tasks
 
 pytestmark = [pytest.mark.dist]
 ray = pytest.importorskip("ray")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_local_ray_runtime_matches_the_local_executor_and_is_stopped(tmp_path):
@@ -60,31 +50,11 @@ def test_local_ray_runtime_matches_the_local_executor_and_is_stopped(tmp_path):
 
 @pytest.fixture
 def ray_head():
-    """``ray start --head --block`` on 127.0.0.1 in its own process group; the group is killed afterwards."""
-    port = _free_port()
-    tmp = tempfile.mkdtemp(prefix="tlray", dir="/tmp")  # short: Ray's unix sockets live below it
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-           f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={tmp}"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                assert proc.poll() is None, "ray start --head exited"
-                time.sleep(0.5)
-        time.sleep(2)  # the GCS answers before the raylet has registered
-        yield f"127.0.0.1:{port}"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # --block: ray start stops the processes it started
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+    """``ray start --head --block`` registered on 127.0.0.1 in its own process group, stopped afterwards."""
+    from trustlab.testing.raycluster import RayNode
+
+    with RayNode(head=True, num_cpus=2) as head:
+        yield head.address
 
 
 #: the two fastest quick experiments whose claims and summaries hold no wall-clock times (chosen before running)
@@ -100,7 +70,7 @@ def _reproduce(out: Path, *extra: str) -> dict:
     for exp in EXPERIMENTS:
         (path,) = (out / exp / "quick").glob("*.json")
         data = json.loads(path.read_text())
-        found[exp] = {"summary": data["summary"], "claims": [(c["id"], c["passed"], c["observed"]) for c in data["claims"]],
+        found[exp] = {"summary": without_timing(data["summary"]), "claims": [(c["id"], c["passed"], c["observed"]) for c in data["claims"]],
                       "executor": data["provenance"].get("executor")}
     return found
 

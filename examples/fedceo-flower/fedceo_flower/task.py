@@ -16,12 +16,36 @@ def make_model(hidden: int, seed: int) -> BiasFreeMLP:
     return BiasFreeMLP(64, hidden, 10)
 
 
-def partition(partition_id: int, num_partitions: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Client ``partition_id``'s share of scikit-learn's digits (bundled, offline), a fixed split."""
+#: rows of the fixed permutation of scikit-learn's digits kept for the server's evaluation
+N_TEST = 297
+
+
+def _rows(idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     X, y = load_digits(return_X_y=True)
-    order = np.random.default_rng(0).permutation(len(y))
-    part = np.array_split(order, num_partitions)[partition_id]
-    return torch.tensor(X[part] / 16.0, dtype=torch.float32), torch.tensor(y[part], dtype=torch.int64)
+    return torch.tensor(X[idx] / 16.0, dtype=torch.float32), torch.tensor(y[idx], dtype=torch.int64)
+
+
+def _order() -> np.ndarray:
+    return np.random.default_rng(0).permutation(1797)
+
+
+def partition(partition_id: int, num_partitions: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Client ``partition_id``'s share of scikit-learn's digits (bundled, offline) minus the test rows."""
+    return _rows(np.array_split(_order()[N_TEST:], num_partitions)[partition_id])
+
+
+def test_rows() -> tuple[torch.Tensor, torch.Tensor]:
+    """The server's held-out evaluation rows (never in a client's partition)."""
+    return _rows(_order()[:N_TEST])
+
+
+def accuracy(params: dict[str, np.ndarray], hidden: int) -> float:
+    """Accuracy of the global model ``params`` on :func:`test_rows`."""
+    model = BiasFreeMLP(64, hidden, 10)
+    model.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
+    X, y = test_rows()
+    with torch.no_grad():
+        return float((model(X).argmax(1) == y).float().mean())
 
 
 def local_train(params: dict[str, np.ndarray], X: torch.Tensor, y: torch.Tensor, *, hidden: int, epochs: int,

@@ -149,7 +149,7 @@ class RayExecutor(Executor):
         if not ray.is_initialized():
             self._init(ray)
         self._ray = ray
-        self._remote = ray.remote(run_task).options(num_cpus=self.threads_per_task or 1, max_retries=1)
+        self._remote = ray.remote(run_task)
         if self.address is not None and self.check_versions:
             self._check_node_versions()
 
@@ -176,9 +176,10 @@ class RayExecutor(Executor):
 
         ray = self._ray
         nodes = [n for n in ray.nodes() if n.get("Alive")]
-        probe = ray.remote(_versions).options(num_cpus=0, max_retries=0)
+        probe = ray.remote(_versions)
         refs = {f"{n['NodeManagerAddress']} ({n['NodeID'][:8]})": probe.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote() for n in nodes}
+            num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+        ).remote() for n in nodes}
         try:
             found = dict(zip(refs, ray.get(list(refs.values()), timeout=120), strict=True))
         except Exception as exc:  # noqa: BLE001 - a worker that cannot even import trustlab
@@ -192,9 +193,7 @@ class RayExecutor(Executor):
 
     def _options(self) -> Any:
         res = dict(self._resources)
-        if not res:
-            return self._remote
-        opts: dict[str, Any] = {}
+        opts: dict[str, Any] = {"num_cpus": self.threads_per_task or 1, "max_retries": 1}
         gpus = res.pop("num_gpus", None)
         if gpus == "auto":
             gpus = 1 if self._ray.cluster_resources().get("GPU", 0) >= 1 else 0

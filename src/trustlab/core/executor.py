@@ -52,7 +52,7 @@ from trustlab.core.exceptions import ConfigError, TrustlabError
 from trustlab.core.seeding import derive_seed, isolated_global_rng
 from trustlab.core.threads import limit_threads
 
-__all__ = ["EXECUTORS", "Executor", "LocalExecutor", "ProcessExecutor", "RayExecutor", "TaskError",
+__all__ = ["EXECUTORS", "Executor", "LocalExecutor", "ProcessExecutor", "RayExecutor", "TaskError",  # noqa: F822 (lazy, __getattr__)
            "TaskTimeout", "make_executor", "map_items", "run_task"]
 
 EXECUTORS = ("local", "process", "ray")
@@ -406,7 +406,13 @@ def _env_defaults(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
-from trustlab.core._ray import RayExecutor  # noqa: E402  (it builds on the classes above)
+def __getattr__(name: str) -> Any:
+    """``RayExecutor`` lives in :mod:`trustlab.core._ray` (it builds on the classes here)."""
+    if name == "RayExecutor":
+        from trustlab.core._ray import RayExecutor
+
+        return RayExecutor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @validate_args(kind=[Options(EXECUTORS), InstanceOf(Executor)], address=[InstanceOf(str), None],
@@ -436,6 +442,8 @@ def make_executor(kind: str | Executor = "local", *, address: str | None = None,
         return LocalExecutor(**kw)
     if kind == "process":
         return ProcessExecutor(workers, **kw)
+    from trustlab.core._ray import RayExecutor
+
     return RayExecutor(address, workers, **kw)
 
 

@@ -12,6 +12,7 @@ _LAZY = {
     "claims_plot": "plots",
     "new_figure": "plots",
     "build_report": "report",
+    "without_timing": "compare",
 }
 
 #: old import paths of file helpers that moved to trustlab.core.files (kept working, not re-exported)

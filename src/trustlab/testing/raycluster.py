@@ -82,6 +82,7 @@ class RayNode:
         self._log = tempfile.NamedTemporaryFile(prefix="tlray-", suffix=".log", delete=False)  # noqa: SIM115
         self._proc = subprocess.Popen(self._command(), env=env, stdout=self._log, stderr=subprocess.STDOUT,
                                       start_new_session=True)
+        self.pgid = self._proc.pid  # its own session: the process group of every process the node starts
         try:
             self._wait_ready()
         except BaseException:
@@ -108,11 +109,13 @@ class RayNode:
         if proc is None:
             return
         self._log.close()
-        os.killpg(proc.pid, signal.SIGTERM)  # --block: ray start stops the processes it started
         try:
+            os.killpg(proc.pid, signal.SIGTERM)  # --block: ray start stops the processes it started
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        except ProcessLookupError:  # it had exited already
             proc.wait(timeout=10)
         Path(self._log.name).unlink(missing_ok=True)
 
