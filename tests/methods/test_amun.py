@@ -121,7 +121,7 @@ def test_algorithm1_bad_inputs(toy):
 
 def _reference_algorithm1(model, X, y, eps_init, steps, max_doublings):
     """Algorithm 1 written plainly (gather the still-correct rows, step them, scatter them back, every step): the
-    oracle of the compact-active-set loop in ``_attack_batch``, which must match it bit for bit."""
+    oracle of the compact-active-set loop in ``_attack_batch``, which must make the same decisions bit for bit."""
     import torch.nn.functional as F
 
     x0, yt = torch.as_tensor(X), torch.as_tensor(y)
@@ -167,7 +167,12 @@ def test_algorithm1_matches_the_plain_loop_bit_for_bit(toy, eps_init, steps, max
     ref = [_reference_algorithm1(model, X[s:s + batch_size], y[s:s + batch_size], eps_init, steps, max_doublings)
            for s in range(0, len(X), batch_size)]
     x_ref, y_ref, k_ref, capped_ref = (np.concatenate([r[i] for r in ref]) for i in range(4))
-    assert np.array_equal(D.x_adv, x_ref) and np.array_equal(D.y_adv, y_ref)
+    # decisions bit for bit; the points to float32 rounding: MKL's sgemm rounds a row by its place in the row
+    # blocks of the call (measured on an AMD EPYC with AVX-512: 1 ulp, 2.4e-7, on rows 4-6 of 7-row batches,
+    # where the compact loop and the oracle lay the same rows out differently), so bit equality of the points
+    # holds on some CPUs only
+    assert np.array_equal(D.y_adv, y_ref)
+    np.testing.assert_allclose(D.x_adv, x_ref, rtol=0, atol=1e-6)
     assert np.array_equal(D.n_doublings, k_ref) and np.array_equal(D.capped, capped_ref)
     assert D.pre_misclassified[:4].all()
 
