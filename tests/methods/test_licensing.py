@@ -446,3 +446,18 @@ def test_near_duplicates_in_many_features_match_a_brute_force_search():
         leader[i] = min(cands) if cands else i
         is_leader[i] = not cands
     assert np.array_equal(got.leader, leader) and got.n_duplicates >= 50
+
+
+def test_split_pool_signed_values_that_cancel_leave_nothing():
+    """Issue 41's crash (`run licensing --quick --seeds 5`: weights summing to -1.99e-16): values that cancel
+    to rounding noise are 'nothing left', paid by the fallback, never amplified into quotas."""
+    from trustlab.methods.licensing import split_pool
+
+    v = np.array([0.3, -0.1, -0.2])  # sums to -2.8e-17 in floating point
+    unpaid = split_pool(v, 1000, negative="allow")
+    assert unpaid.rule == "nothing left: unpaid" and unpaid.unpaid_minor == 1000 and unpaid.payouts.sum() == 0
+    equal = split_pool(v, 1000, negative="allow", fallback="equal")
+    assert equal.payouts.tolist() == [334, 333, 333] and equal.unpaid_minor == 0
+    with pytest.raises(InputError, match="Nothing is left"):
+        split_pool(v, 1000, negative="allow", fallback="raise")
+    assert split_pool(np.array([0.3, -0.1, 0.2]), 1000, negative="allow").rule == "proportional"
