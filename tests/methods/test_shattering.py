@@ -220,6 +220,25 @@ def test_diagnose_edit_measures_and_restores(world):
     np.testing.assert_allclose(same, diag.reps_before)
 
 
+def test_representations_are_never_read_at_the_first_token_unless_asked(world):
+    """Issue 40: the first token is the attention sink; a representation read there is refused."""
+    kg, model, _ = world
+    inputs = kg.contexts(np.arange(4), 2, random_state=0)
+    with pytest.raises(InputError, match="'positions'.*first token.*index 0 \\(position 0"):
+        sh.extract_representations(model, inputs, site="blocks.1.resid_post", positions=0)
+    with pytest.raises(InputError, match="first token.*2 input"):
+        sh.extract_representations(model, [[5], [6], [1, 2]], site="blocks.1.resid_post")  # last == first
+    got = sh.extract_representations(model, inputs, site="blocks.1.resid_post", positions=0, allow_first_token=True)
+    assert got.shape == (4, 16)
+
+
+def test_month_templates_put_the_name_after_a_prefix():
+    """Issue 40: every context the SmolLM2 month / weekday representations are read in has text before the name."""
+    from trustlab.experiments._shattering_months import _REP_TEMPLATES
+
+    assert _REP_TEMPLATES and all(t.index("{}") > 0 and t[:t.index("{}")].strip() for t in _REP_TEMPLATES)
+
+
 # -- bad inputs ---------------------------------------------------------------------------------------------------
 def test_bad_inputs(world):
     kg, model, stats = world

@@ -25,7 +25,9 @@ CAPITALS = (("France", "Paris"), ("Germany", "Berlin"), ("Italy", "Rome"), ("Spa
             ("Turkey", "Ankara"), ("Iran", "Tehran"), ("Iraq", "Baghdad"), ("Belgium", "Brussels"),
             ("Argentina", "Buenos"), ("India", "New"))
 _V_PREFIXES = ("{}", "Because of this, {}", "I think {}", "Here is a fact: {}", "You know, {}")
-_REP_TEMPLATES = ("{}", "In {}", "The month of {}", "It happened in {}")
+#: contexts the month (weekday) representations are read in, averaged; never a bare "{}", which would put the
+#: name at the first token (issue 40: the attention sink; extract_representations refuses it)
+_REP_TEMPLATES = ("In {}", "The month of {}", "It happened in {}")
 _TWO_SHOT = "The month after January is February. The month after July is August. The month after {} is"
 
 

@@ -96,15 +96,19 @@ def _example_model() -> Any:
 
 @validate_args(model=[InstanceOf(object)], inputs=[InstanceOf(object)], site=[InstanceOf(str)],
                positions=[ArrayLike(ndim=(0, 1), dtype="integer"), None], n_contexts=[Interval(int, 1, None)],
-               batch_size=[Interval(int, 1, None)],
+               batch_size=[Interval(int, 1, None)], allow_first_token=[InstanceOf(bool)],
                _example=lambda: {"model": _example_model(), "inputs": [[1, 2], [3, 4]], "site": "blocks.0.resid_post"})
 def extract_representations(model: Any, inputs: Any, *, site: str = "blocks.0.resid_post", positions: Any = None,
-                            n_contexts: int = 1, batch_size: int = 512) -> np.ndarray:
+                            n_contexts: int = 1, batch_size: int = 512, allow_first_token: bool = False) -> np.ndarray:
     """Activations at ``site`` (a :mod:`trustlab.llm` site name) at one token per input, averaged over
     consecutive groups of ``n_contexts`` inputs: ``(len(inputs) // n_contexts, d)``.
 
     ``inputs``: token-id sequences (left-padded internally); ``positions``: the token of each input (index into
     that input, may be negative; default its last token). Keep the inputs fixed before and after an edit.
+    A position that is an input's first token is refused unless ``allow_first_token=True``: in most LLMs the
+    first token is the attention sink, whose activations are dominated by that role rather than by the token
+    (on SmolLM2 a month read there drops the month-ring Spearman from about 0.7 to 0.08); put the entity after
+    a prefix ("In {}") instead.
     """
     import torch
 
@@ -116,6 +120,12 @@ def extract_representations(model: Any, inputs: Any, *, site: str = "blocks.0.re
         raise InputError(f"The 'inputs' argument of extract_representations must be non-empty sequences, a "
                          f"multiple of n_contexts={n_contexts} of them. Got {len(seqs)}.")
     pos = np.full(len(seqs), -1) if positions is None else np.broadcast_to(np.asarray(positions), (len(seqs),))
+    first = [j for j, (s, p) in enumerate(zip(seqs, pos, strict=True)) if int(p) % len(s) == 0]
+    if first and not allow_first_token:
+        raise InputError(f"The 'positions' argument of extract_representations must not point at an input's first "
+                         f"token (the attention sink of most LLMs; pass allow_first_token=True to read it anyway). "
+                         f"Got it for {len(first)} input(s), the first at index {first[0]} (position {int(pos[first[0]])}, "
+                         f"length {len(seqs[first[0]])}).")
     out = []
     with torch.no_grad(), limit_threads(None):
         for i in range(0, len(seqs), batch_size):
