@@ -159,31 +159,46 @@ def _record(res: Result, label: str, seed: int, e: Any) -> None:
 
 
 def _explain_all(cfg: Config, ctx: RunContext, res: Result, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """Every seed's models, explanations and checks, one executor task per seed (issue 46); the records come
+    back in seed order, and the first seed's forest and data for the blinded study."""
+    import functools
+
+    done = ctx.map(functools.partial(_seed_job, cfg, X, y), cfg.seeds, desc="xai_controls seeds")
+    keep: dict[str, Any] = {}
+    for records, kept in done:
+        res.records.extend(records)
+        keep = keep or kept
+    ctx.check_budget(f"{len(cfg.seeds)} seed(s)")
+    return keep
+
+
+def _seed_job(cfg: Config, X: np.ndarray, y: np.ndarray, seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One seed: its records and, for the first seed, what the blinded study reuses (a task of ``ctx.map``)."""
     from trustlab.experiments import _xai_controls_extra as extra
     from trustlab.explain import explain
 
+    res = Result("xai_controls", "", {})
     keep: dict[str, Any] = {}
     jobs = {**CLAIMED, **SEPARATED, **(REPORTED if cfg.reported else {})}
-    for seed in ctx.progress(cfg.seeds, desc="seeds"):
-        m = _models(cfg, seed, X, y)
-        res.add(explainer="model", seed=seed, metric="test_accuracy", control="mlp", value=m["acc"]["mlp"])
-        res.add(explainer="model", seed=seed, metric="test_accuracy", control="rf", value=m["acc"]["rf"])
-        todo = [(label, model, method) for (model, method), label in jobs.items()]
-        todo += [(label, model, model_ignoring) for model, label in BROKEN.items()]
-        mlp_done = {}
-        for label, model, method in todo:
-            e = explain(m[model], X[m["rows"]], method=method, X_train=X[m["tr"]], y_train=y[m["tr"]],
-                        n_background=cfg.n_background, refit=m["refit"][model], random_state=seed)
-            _record(res, label, seed, e)
-            if model == "mlp":
-                mlp_done[label] = (e, method)
-            if seed == cfg.seeds[0] and label == "RF TreeSHAP":
-                keep = {"model": m["rf"], "X": X, "y": y, "m": m}
-        extra.rows_job(cfg, seed, m, X, y, res, model_ignoring)
-        extra.quantus_job(cfg, seed, m, X, y, res, mlp_done)
-        _record_controls(res, seed, m, X, y)
-        ctx.check_budget(f"seed {seed}")
-    return keep
+    m = _models(cfg, seed, X, y)
+    res.add(explainer="model", seed=seed, metric="test_accuracy", control="mlp", value=m["acc"]["mlp"])
+    res.add(explainer="model", seed=seed, metric="test_accuracy", control="rf", value=m["acc"]["rf"])
+    todo = [(label, model, method) for (model, method), label in jobs.items()]
+    todo += [(label, model, model_ignoring) for model, label in BROKEN.items()]
+    mlp_done = {}
+    for label, model, method in todo:
+        e = explain(m[model], X[m["rows"]], method=method, X_train=X[m["tr"]], y_train=y[m["tr"]],
+                    n_background=cfg.n_background, refit=m["refit"][model], random_state=seed)
+        _record(res, label, seed, e)
+        if model == "mlp":
+            mlp_done[label] = (e, method)
+        if seed == cfg.seeds[0] and label == "RF TreeSHAP":
+            # what the blinded study reads: it crosses process boundaries, so no refit closures
+            keep = {"model": m["rf"], "X": X, "y": y, "m": {"test": m["test"], "tr": m["tr"]}}
+    extra.rows_job(cfg, seed, m, X, y, res, model_ignoring)
+    extra.quantus_job(cfg, seed, m, X, y, res, mlp_done)
+    _record_controls(res, seed, m, X, y)
+    return res.records, keep
 
 
 def _record_controls(res: Result, seed: int, m: dict[str, Any], X: np.ndarray, y: np.ndarray) -> None:
