@@ -4,24 +4,21 @@ Run on both cores (no other job): ``python benchmarks/reproduce_all.py [--worker
 
 Three runs of every experiment's quick mode, one after another:
 
-1. local, ``--threads-per-task 1`` (the experiments in this order, in one process, each unit with one thread:
-   the setting whose results the other executors must equal);
+1. local with the default thread settings (each experiment in a fresh process, one after another; its mapped
+   units with one thread each): the run whose results the other executors must equal;
 2. ``--executor process --workers N``;
 3. ``--executor ray --workers N`` (a local Ray runtime on 127.0.0.1).
 
 For each experiment it records the wall time of the whole command, each experiment's own wall time, and
-whether its claim outcomes (id, status, observed value) and its summary (minus wall-clock keys,
-:func:`trustlab.results.compare.without_timing`) equal the local run's. Differences are reported, not fixed
+whether what must not depend on the executor (:func:`trustlab.results.compare.comparable`: untimed claims'
+id, status and observed value; the summary without wall-clock keys) equals the local run's. Differences are reported, not fixed
 here: the docs section lists which part differs.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,40 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _harness  # noqa: E402
 
-MODES = {"local": ("--threads-per-task", "1"), "process": ("--executor", "process"), "ray": ("--executor", "ray")}
+from trustlab.results.runs import ReproduceRun, compare_runs, reproduce_quick  # noqa: E402
+
+MODES = {"local": (), "process": ("--executor", "process"), "ray": ("--executor", "ray")}
 
 
-def _run(mode: str, out: Path, workers: int) -> dict[str, Any]:
-    from trustlab.results.compare import without_timing
-
+def _run(mode: str, out: Path, workers: int) -> ReproduceRun:
     extra = list(MODES[mode]) + ([] if mode == "local" else ["--workers", str(workers)])
-    cmd = [sys.executable, "-m", "trustlab", "reproduce", "--all", "--quick", "--no-progress", "--out", str(out), *extra]
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    found: dict[str, Any] = {}
-    for path in sorted(out.glob("*/quick/*.json")):
-        d = json.loads(path.read_text())
-        exp = path.parts[-3]
-        found[exp] = {"claims": [(c["id"], c["passed"], c["observed"]) for c in d["claims"]],
-                      "summary": without_timing(d["summary"]), "error": d["provenance"].get("error"),
-                      "wall_s": d["provenance"].get("wall_time_s"),
-                      "executor_tasks": d["provenance"].get("executor_tasks")}
-    return {"wall_s": round(wall, 1), "rc": done.returncode, "experiments": found,
-            "tail": (done.stdout + done.stderr)[-1500:]}
-
-
-def _compare(ref: dict[str, Any], other: dict[str, Any]) -> dict[str, str]:
-    """Per experiment: "equal", or which parts differ (claims, summary), or "missing"."""
-    out = {}
-    for exp, r in ref["experiments"].items():
-        o = other["experiments"].get(exp)
-        if o is None:
-            out[exp] = "missing"
-            continue
-        parts = [p for p in ("claims", "summary") if r[p] != o[p]]
-        out[exp] = "equal" if not parts else "differs: " + ", ".join(parts)
-    return out
+    return reproduce_quick([], out, extra, check=False)
 
 
 def run(bench: _harness.Bench) -> None:
@@ -71,15 +42,20 @@ def run(bench: _harness.Bench) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for mode in MODES:
             runs[mode] = _run(mode, Path(tmp, mode), workers)
-            print(f"reproduce --all --quick, {mode}: {runs[mode]['wall_s']:.0f} s (rc {runs[mode]['rc']})", flush=True)
+            print(f"reproduce --all --quick, {mode}: {runs[mode].wall_s:.0f} s (rc {runs[mode].rc})", flush=True)
     local = runs["local"]
-    bench.put(walls={m: r["wall_s"] for m, r in runs.items()}, rc={m: r["rc"] for m, r in runs.items()},
-              ratio={m: _harness.ratio(local["wall_s"], r["wall_s"]) for m, r in runs.items() if m != "local"},
-              equal={m: _compare(local, r) for m, r in runs.items() if m != "local"},
-              per_experiment_s={m: {e: v["wall_s"] for e, v in r["experiments"].items()} for m, r in runs.items()},
-              executor_tasks={m: {e: v["executor_tasks"] for e, v in r["experiments"].items()}
+    bench.put(walls={m: r.wall_s for m, r in runs.items()}, rc={m: r.rc for m, r in runs.items()},
+              ratio={m: _harness.ratio(local.wall_s, r.wall_s) for m, r in runs.items() if m != "local"},
+              equal={m: compare_runs(local, r) for m, r in runs.items() if m != "local"},
+              per_experiment_s={m: {e: v["wall_s"] for e, v in r.experiments.items()} for m, r in runs.items()},
+              executor_tasks={m: {e: v["executor_tasks"] for e, v in r.experiments.items()}
                               for m, r in runs.items() if m != "local"},
-              errors={m: {e: v["error"] for e, v in r["experiments"].items() if v["error"]} for m, r in runs.items()})
+              errors={m: {e: v["error"] for e, v in r.experiments.items() if v["error"]} for m, r in runs.items()})
+
+
+def _local_threads(r: dict[str, Any]) -> str:
+    """How the recorded local run set threads (runs before the default-threads change used 1 per task)."""
+    return "default threads" if r["params"].get("local") == "default" else "1 thread per task"
 
 
 def render(r: dict[str, Any]) -> str:
@@ -88,8 +64,9 @@ def render(r: dict[str, Any]) -> str:
     lines = ["## `reproduce --quick --all`: local, process pool, Ray (issue 46)", "",
              f"`benchmarks/reproduce_all.py`: the same command three times; process and Ray with {w} workers "
              "(one experiment per task where the experiment maps nothing itself). Results compared with the local "
-             "run at 1 thread per task (claims: id, outcome, observed; summary without wall-clock keys).", "",
-             "| | local (1 thread per task) | process pool | Ray |", "|---|---:|---:|---:|",
+             "run (`trustlab.results.compare.comparable`: untimed claims' id, outcome, observed; summary without "
+             "wall-clock keys).", "",
+             f"| | local ({_local_threads(r)}) | process pool | Ray |", "|---|---:|---:|---:|",
              f"| wall | {v['walls']['local']:.0f} s | {v['walls']['process']:.0f} s | {v['walls']['ray']:.0f} s |",
              f"| speed-up over local | 1 | {v['ratio']['process']:.2f}x | {v['ratio']['ray']:.2f}x |",
              f"| exit code | {v['rc']['local']} | {v['rc']['process']} | {v['rc']['ray']} |"]
@@ -115,4 +92,5 @@ def render(r: dict[str, Any]) -> str:
 if __name__ == "__main__":
     ap = _harness.parser(__doc__)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--local", choices=["default"], default="default", help="the local run's thread setting")
     _harness.main("reproduce-all", ap.parse_args(), run, render)

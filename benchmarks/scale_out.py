@@ -13,8 +13,6 @@ Run on both cores (no other job): ``python benchmarks/scale_out.py [--skip repro
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -83,39 +81,22 @@ def rmia_refs(bench: _harness.Bench, n_refs: int = 16, epochs: int = 60, repeat:
     return out
 
 
-def _reproduce(ids: list[str], out: Path, *extra: str) -> tuple[float, dict]:
-    from trustlab.results.compare import without_timing
-
-    cmd = [sys.executable, "-m", "trustlab", "reproduce", *ids, "--quick", "--no-progress", "--out", str(out), *extra]
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    if done.returncode not in (0, 1):
-        raise RuntimeError(done.stdout[-3000:] + done.stderr[-3000:])
-    found = {}
-    for exp in ids:
-        (path,) = (out / exp / "quick").glob("*.json")
-        d = json.loads(path.read_text())
-        found[exp] = {"claims": [(c["id"], c["passed"]) for c in d["claims"]], "error": d["provenance"].get("error"),
-                      "summary": without_timing(d["summary"])}
-    return wall, found
-
-
-
-
 def reproduce(all_: bool, workers: int = 2) -> dict:
     from trustlab.experiments.runner import experiment_ids, get_experiment
 
     ids = [e for e in experiment_ids() if all_ or "llm" not in get_experiment(e).extras]
+    from trustlab.results.runs import compare_runs, reproduce_quick
+
     with tempfile.TemporaryDirectory() as tmp:
-        t_loc, loc = _reproduce(ids, Path(tmp, "local"), "--threads-per-task", "1")
-        print(f"reproduce local: {t_loc:.1f} s", flush=True)
-        t_ray, ray = _reproduce(ids, Path(tmp, "ray"), "--executor", "ray", "--workers", str(workers))
-        print(f"reproduce ray ({workers} workers): {t_ray:.1f} s", flush=True)
-    same = {e: loc[e] == ray[e] for e in ids}
-    return {"experiments": ids, "local_s": round(t_loc, 1), "ray_s": round(t_ray, 1),
-            "ratio": round(t_loc / t_ray, 2), "equal_results": same,
-            "errors": {e: loc[e]["error"] or ray[e]["error"] for e in ids if loc[e]["error"] or ray[e]["error"]}}
+        loc = reproduce_quick(ids, Path(tmp, "local"), ["--threads-per-task", "1"])
+        print(f"reproduce local: {loc.wall_s:.1f} s", flush=True)
+        ray = reproduce_quick(ids, Path(tmp, "ray"), ["--executor", "ray", "--workers", str(workers)])
+        print(f"reproduce ray ({workers} workers): {ray.wall_s:.1f} s", flush=True)
+    same = {e: v == "equal" for e, v in compare_runs(loc, ray).items()}
+    errors = {e: loc.experiments[e]["error"] or ray.experiments.get(e, {}).get("error") for e in ids}
+    return {"experiments": ids, "local_s": loc.wall_s, "ray_s": ray.wall_s,
+            "ratio": round(loc.wall_s / ray.wall_s, 2), "equal_results": same,
+            "errors": {e: x for e, x in errors.items() if x}}
 
 
 def run(bench: _harness.Bench) -> None:

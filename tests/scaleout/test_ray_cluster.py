@@ -4,16 +4,11 @@ Results equal the local executor's for the same seeds; every runtime is stopped 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from trustlab.core.executor import LocalExecutor, RayExecutor, TaskError
-from trustlab.results.compare import without_timing
+from trustlab.results.runs import compare_runs, reproduce_quick
 from trustlab.testing import tasks
 
 pytestmark = [pytest.mark.dist]
@@ -57,31 +52,19 @@ def ray_head():
         yield head.address
 
 
-#: the two fastest quick experiments whose claims and summaries hold no wall-clock times (chosen before running),
-#: and xai_controls, whose seeds are executor tasks (issue 46)
-EXPERIMENTS = ("fedceo", "licensing", "xai_controls")
+@pytest.mark.timeout(6000)
+def test_reproduce_all_on_a_loopback_ray_cluster_equals_the_local_run(ray_head, tmp_path):
+    """Every experiment's quick run (issue 46): what must not depend on the executor
+    (:func:`trustlab.results.compare.comparable`) is identical locally, with the default thread settings, and
+    as a task on the Ray cluster (1 thread per task)."""
+    from trustlab.experiments.runner import experiment_ids
 
-
-def _reproduce(out: Path, *extra: str) -> dict:
-    cmd = [sys.executable, "-m", "trustlab", "reproduce", *EXPERIMENTS, "--quick", "--no-progress", "--out", str(out),
-           *extra]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
-    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
-    found = {}
-    for exp in EXPERIMENTS:
-        (path,) = (out / exp / "quick").glob("*.json")
-        data = json.loads(path.read_text())
-        found[exp] = {"summary": without_timing(data["summary"]), "claims": [(c["id"], c["passed"], c["observed"]) for c in data["claims"]],
-                      "executor": data["provenance"].get("executor")}
-    return found
-
-
-def test_reproduce_on_a_loopback_ray_cluster_equals_the_local_run(ray_head, tmp_path):
-    on_ray = _reproduce(tmp_path / "ray", "--executor", "ray", "--address", ray_head)
-    local = _reproduce(tmp_path / "local", "--threads-per-task", "1")
-    for exp in EXPERIMENTS:
-        assert on_ray[exp]["claims"] == local[exp]["claims"], exp
-        assert on_ray[exp]["summary"] == local[exp]["summary"], exp
+    on_ray = reproduce_quick([], tmp_path / "ray", ["--executor", "ray", "--address", ray_head], timeout_s=3000)
+    local = reproduce_quick([], tmp_path / "local", timeout_s=3000)
+    assert sorted(local.experiments) == sorted(experiment_ids()), local.tail
+    errors = {e: v["error"]["message"] for run in (local, on_ray) for e, v in run.experiments.items() if v["error"]}
+    assert not errors, errors
+    assert compare_runs(local, on_ray) == dict.fromkeys(local.experiments, "equal")
 
 
 def test_xhacking_searches_on_ray_equal_the_in_process_searches():

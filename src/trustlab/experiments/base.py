@@ -222,7 +222,10 @@ class Claim:
     ``paper_value`` is the paper's own number for the measured quantity, where it reports one (drawn in
     the claims picture beside the observed value and the threshold; never used by the check).
     ``kind`` is ``"claim"`` or ``"premise"`` (see :func:`Premise`); ``requires`` names the premises the
-    claim rests on: when one of them is not PASS on the run, the claim's status is VOID.
+    claim rests on: when one of them is not PASS on the run, the claim's status is VOID. ``timed`` marks a
+    claim whose observed value is, or depends on, a wall-clock measurement (a speed ratio, an arm run for
+    equal wall time): two runs of the same code may differ there, so comparisons across executors leave it
+    out (:func:`trustlab.results.compare.comparable`).
     """
 
     id: str
@@ -234,6 +237,7 @@ class Claim:
     paper_value: float | None = None
     kind: str = "claim"
     requires: tuple[str, ...] = ()
+    timed: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -284,7 +288,7 @@ def _check_one(c: Claim, result: Result) -> ClaimOutcome:
     except Exception as exc:  # noqa: BLE001 - a broken note generator must not hide the claim
         note = f"(scale note failed: {type(exc).__name__}: {exc})"
     kw = {"scale_note": note, "secondary": c.secondary, "paper_value": c.paper_value, "kind": c.kind,
-          "requires": list(c.requires)}
+          "requires": list(c.requires), "timed": bool(c.timed)}
     if result.mode not in c.modes:
         return ClaimOutcome(c.id, c.statement, None, None, None, detail=f"not checked in mode '{result.mode}'", **kw)
     try:

@@ -400,11 +400,11 @@ CLAIMS = [
             f"{C4_VISIBLE * 1e-5:g} ({C4_VISIBLE:g}x C4's tolerance)", _pre_c4,
             scale_note="the 8 pairs and float64 copy of C4, trained FPO adapter"),
     Claim("C1a", "Efficiency (time): FPO's median step time <= 1.15x SimPO's and <= 0.8x TDPO-2's (LoRA on all "
-          "layers, fresh process per method)", _c1a, modes=("default", "paper"),
+          "layers, fresh process per method)", _c1a, modes=("default", "paper"), timed=True,
           scale_note=lambda c: f"{c['eff_steps']} timed steps of {c['eff_batch']} pairs after 1 warm-up; one "
           "process per method, 1 thread; paper: single H100 (Fig. 4)"),
     Claim("C1b", "Efficiency (memory): FPO's peak-RSS increase over the loaded model <= 1.1x SimPO's and <= 0.8x "
-          "TDPO-2's (LoRA on all layers, fresh process per method)", _c1b, modes=("default", "paper"),
+          "TDPO-2's (LoRA on all layers, fresh process per method)", _c1b, modes=("default", "paper"), timed=True,
           scale_note="peak RSS (VmHWM) of a spawned process minus that of one that only loads model and data; "
           "paper: GPU memory, FPO ~17 % below TDPO-2"),
     Claim("C2", "Parity: FPO's held-out preference accuracy >= 80 % and >= DPO's - 3 points (mean over seeds)",

@@ -358,7 +358,7 @@ CLAIMS = [
     Claim("measures_mlp", "Competing measures on the MLP (report only)", _others("mlp"), secondary=True,
           requires=("pre-mlp-learned",)),
     Claim("cost_llm", "Cost of S for the test set vs the m fine-tunes it replaces (report only)", _cost,
-          secondary=True),
+          secondary=True, timed=True),
 ]
 
 

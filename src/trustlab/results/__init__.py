@@ -13,6 +13,7 @@ _LAZY = {
     "new_figure": "plots",
     "build_report": "report",
     "without_timing": "compare",
+    "comparable": "compare",
 }
 
 #: old import paths of file helpers that moved to trustlab.core.files (kept working, not re-exported)

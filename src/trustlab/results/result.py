@@ -38,6 +38,8 @@ class ClaimOutcome:
     kind: str = "claim"
     requires: list[str] = field(default_factory=list)
     voided_by: list[str] = field(default_factory=list)
+    #: the observed value is (or depends on) a wall-clock measurement: left out of cross-executor comparisons
+    timed: bool = False
 
     @property
     def status(self) -> str:
