@@ -124,3 +124,52 @@ def test_an_infeasible_budget_tuned_on_a_worker_is_still_warned_about():
     policy = _fitted("threshold cascade", tune)
     with pytest.warns(BudgetWarning, match="below the cheapest expected cost"):
         policy.tune_grid([float(budgets.min()) / 100], executor=LocalExecutor())
+
+
+def _tiny_llm_fine_tune(backbone, seed):
+    from trustlab.methods.multiplicity import TabularLLMClassifier
+
+    return TabularLLMClassifier(backbone=backbone, steps=2, batch_size=4, columns=["a", "b", "c"], random_state=seed)
+
+
+def test_llm_fine_tunes_on_a_pool_come_back_as_adapters_on_this_processs_backbone(pool):
+    """Issue 46: a fine-tune's backbone stays in the worker (built there once from its name); what comes back
+    is the adapter, re-attached to the driver's backbone; the report equals the in-process audit."""
+    import pickle
+
+    from trustlab.methods.multiplicity import MultiplicityAudit, TabularLLM
+
+    bb = TabularLLM("tiny")
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 50, size=(32, 3)).astype(float)
+    y = (X[:, 0] > 25).astype(np.int64)
+    fitted = _tiny_llm_fine_tune(bb, 3).fit(X[:16], y[:16])
+    backbone_bytes = sum(p.numel() * p.element_size() for p in bb.model.parameters())
+    assert len(pickle.dumps(fitted)) < backbone_bytes / 10  # the adapter and settings, not the backbone
+    assert pickle.loads(pickle.dumps(fitted)).backbone_ is bb
+    audit = MultiplicityAudit(factory=functools.partial(_tiny_llm_fine_tune, bb), n_models=2, k=2, mc_masks=0,
+                              delta=1.0, rate_tolerance=1.0, random_state=5)
+    args = (X[:16], y[:16], X[16:], y[16:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        on_pool = json.loads(_report(audit, args, {}, executor=pool))
+        local = json.loads(_report(audit, args, {}, executor=LocalExecutor()))
+    # identical fits and decisions; the driver's float32 forwards for S can differ by 1 ulp with the order in
+    # which its backbone's replay caches were filled (here: by the pool run's predictions first)
+    _assert_close(on_pool, local)
+
+
+def _assert_close(a, b, path="report"):
+    """Equal JSON values, floats within float32 rounding (rtol 1e-6); ints, strings and structure exactly."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), path
+        for k in a:
+            _assert_close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_close(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert abs(a - b) <= 1e-7 + 1e-6 * abs(b), (path, a, b)
+    else:
+        assert a == b, (path, a, b)

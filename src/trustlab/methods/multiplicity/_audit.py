@@ -274,8 +274,9 @@ class MultiplicityAudit(Auditor):
                executor: Executor | None = None) -> MultiplicityReport:
         """Fit, filter and measure (see the class docstring). ``executor`` (:mod:`trustlab.core.executor`)
         runs the ``n_models`` fits as parallel tasks; the report equals the in-process one for the same seeds.
-        Fits made in worker processes come back by pickle, so models sharing one backbone (fine-tunes of a
-        :class:`TabularLLM`) each come back with a copy of it."""
+        Fits made in worker processes come back by pickle; fine-tunes of a :class:`TabularLLM` built from a
+        model name come back as their adapters, re-attached to this process's backbone (each worker loads
+        the backbone once)."""
         if executor is not None and not isinstance(executor, Executor):
             raise InputError(f"The 'executor' argument of MultiplicityAudit.audit must be an Executor "
                              f"(trustlab.core.executor.make_executor) or None. Got {type(executor).__name__}.")

@@ -8,6 +8,7 @@ pass per row set plus m top-block trainings.
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -41,6 +42,22 @@ def _load(model: Any) -> tuple[Any, Any]:
                      f"a (model, tokenizer) pair. Got {type(model).__name__}.")
 
 
+#: backbones alive in this process by spec, and the last one rebuilt here from a pickled spec (kept, so the
+#: tasks an executor worker runs share one load): a pickled TabularLLM built from a model name is its spec
+_LIVE: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+_REBUILT: dict[str, Any] = {}
+
+
+def _by_spec(key: str, model: Any, settings: dict[str, Any]) -> TabularLLM:
+    """The backbone of ``key`` in this process: the live one, or one built (once) from the model name."""
+    bb = _LIVE.get(key)
+    if bb is None:
+        bb = TabularLLM(model, **settings)
+        _REBUILT.clear()
+        _REBUILT[key] = _LIVE[key] = bb
+    return bb
+
+
 #: row indices of a forward's sequences; the objective calls logits once per training step
 _HOT_ROWS = "row indices into fwd's sequences (the training objective calls logits once per step: no wrapper)"
 
@@ -59,6 +76,10 @@ class TabularLLM:
 
     A backbone is a shared resource: ``copy.deepcopy`` (and so ``sklearn.clone`` of a classifier holding
     it) returns the same object; each classifier keeps its own adapter weights and loads them before use.
+    A backbone built from a model name (None, "tiny", a registered name) pickles as its name and settings:
+    an executor's worker builds it once and keeps it, and a fitted classifier coming back from a worker
+    carries only its adapter and is re-attached to the driver's backbone (issue 46). One built from a
+    ``(model, tokenizer)`` pair pickles whole.
     """
 
     def __init__(self, model: Any = None, *, layers: Any = "top2", modules: Any = "all-linear", r: int = 8,
@@ -67,6 +88,10 @@ class TabularLLM:
         from trustlab.llm import add_lora
 
         base, self.tokenizer = _load(model)
+        settings = {"layers": layers, "modules": modules, "r": r, "alpha": alpha, "dropout": dropout,
+                    "verbalizers": list(verbalizers), "max_prompt_tokens": max_prompt_tokens, "cache_size": cache_size}
+        self._spec = (None if not (model is None or isinstance(model, str))
+                      else (repr((model, sorted(settings.items()))), model, settings))
         self.verbalizers = list(verbalizers)
         self.verbalizer_ids = verbalizer_ids(self.tokenizer, self.verbalizers)
         self.model = add_lora(base, layers=layers, modules=modules, r=r, alpha=alpha, dropout=dropout, random_state=0)
@@ -76,6 +101,12 @@ class TabularLLM:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> TabularLLM:
         return self
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        if self._spec is None:
+            return super().__reduce_ex__(protocol)
+        _LIVE[self._spec[0]] = self
+        return _by_spec, self._spec
 
     @validate_args(prompts=[SequenceOf(str)], replay=[Boolean()])
     def forward_for(self, prompts: Sequence[str], *, replay: bool = True) -> Any:
