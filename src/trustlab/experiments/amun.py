@@ -16,6 +16,8 @@ first default run (see the docs page for the history).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
 import time
 from dataclasses import dataclass
@@ -146,7 +148,7 @@ def _setup(cfg: Config, ctx: RunContext, res: Result) -> _Env:
     t0 = time.perf_counter()
     refs = A.fit_reference_models(make_model, X, y, cfg.n_refs,
                                   spec=A.SGDSpec(epochs=cfg.ref_epochs, lr=cfg.train_lr, momentum=0.9, batch_size=64),
-                                  seed=cfg.data_seed,
+                                  random_state=cfg.data_seed,
                                   progress=lambda it: ctx.progress(it, desc="reference models", total=cfg.n_refs),
                                   executor=ctx.executor)
     res.summary["rmia_refs_s"] = time.perf_counter() - t0
@@ -179,7 +181,7 @@ def _gap(m: dict[str, float] | None, ref: dict[str, float]) -> float:
     return float("inf") if m is None else avg_gap(m, ref)
 
 
-def _tune(cfg: Config, ctx: RunContext, env: _Env, fam: str, cell: dict[str, Any], res: Result) -> tuple[dict, float]:
+def _tune(cfg: Config, env: _Env, fam: str, cell: dict[str, Any], res: Result) -> tuple[dict, float]:
     """The grid point with the smallest Avg Gap on the tuning split (first of ties, in grid order)."""
     best: tuple[float, dict[str, Any] | None] = (float("inf"), None)
     for lr, ep in itertools.product(cfg.lr_grid, cfg.epochs_grid):
@@ -190,7 +192,6 @@ def _tune(cfg: Config, ctx: RunContext, env: _Env, fam: str, cell: dict[str, Any
                 epochs=ep)
         if g < best[0]:
             best = (g, hp)
-    ctx.check_budget(f"tuning {fam}")
     return best[1] or {"lr": min(cfg.lr_grid), "epochs": min(cfg.epochs_grid)}, best[0]
 
 
@@ -230,7 +231,7 @@ def _cell(cfg: Config, env: _Env, model: Any, data: Any, rng: np.random.Generato
             "original": env.evaluate(cfg, model, data, splits["eval"], seed)}
 
 
-def _run_cell(cfg: Config, ctx: RunContext, env: _Env, cell: dict[str, Any], res: Result) -> list[dict[str, Any]]:
+def _run_cell(cfg: Config, env: _Env, cell: dict[str, Any], res: Result) -> list[dict[str, Any]]:
     """Original, Retrain and every family (tuned, then evaluated) on one cell; AMUN = the variant whose tuned gap
     is lowest. Returns one row per method with the evaluation split's metrics and gap."""
     ref = cell["retrained"]["eval"]
@@ -238,7 +239,7 @@ def _run_cell(cfg: Config, ctx: RunContext, env: _Env, cell: dict[str, Any], res
             dict(method="Retrain", metrics=ref, gap=0.0)]
     tuned_gap: dict[str, float] = {}
     for fam in cfg.methods:
-        hp, tuned_gap[fam] = _tune(cfg, ctx, env, fam, cell, res)
+        hp, tuned_gap[fam] = _tune(cfg, env, fam, cell, res)
         m = _apply(cfg, env, fam, hp, cell["model"], cell["data"], cell["splits"]["eval"], cell["seed"])
         rows.append(dict(method=fam, metrics=m or {}, gap=_gap(m, ref), hp=hp, tune_gap=tuned_gap[fam]))
     pick = min((f for f in cfg.methods if f.startswith("AMUN")), key=lambda f: tuned_gap[f])
@@ -294,17 +295,33 @@ def run(cfg: Config, ctx: RunContext) -> Result:
     rows: list[dict[str, Any]] = []
     with limit_threads(1):
         env = _setup(cfg, ctx, res)
-        for seed in ctx.progress(cfg.seeds, desc="seeds"):
-            model, data, rng = _original(cfg, env, seed)
-            for size in cfg.forget_sizes:
-                rows += _run_cell(cfg, ctx, env, _cell(cfg, env, model, data, rng, seed, size), res)
-                ctx.check_budget(f"seed {seed} size {size}")
+        # one executor task per seed (issue 46); records, rows and timings come back in seed order
+        done = ctx.map(functools.partial(_seed_job, cfg, env), cfg.seeds, desc="amun seeds")
+    for records, seed_rows, timings in done:
+        res.records.extend(records)
+        rows += seed_rows
+        for k, v in timings.items():
+            env.timings.setdefault(k, []).extend(v)
+    ctx.check_budget(f"{len(cfg.seeds)} seed(s)")
     _summarise(cfg, res, rows, env)
     res.notes.append(f"tuning: lr {cfg.lr_grid} x epochs {cfg.epochs_grid} on a separate forget split of the same "
                      f"size; AMUN variant chosen per split on the tuning split: {res.summary['chosen_variant']}")
     res.notes.append(f"RMIA: {cfg.n_refs} reference MLPs ({cfg.ref_epochs} epochs) on complementary random halves of "
                      f"all {len(env.X)} points; {env.refs.per_model_s:.2f} s per reference model")
     return res
+
+
+def _seed_job(cfg: Config, env: _Env, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                           dict[str, list[float]]]:
+    """One seed (a task of ``ctx.map``): the original model, then every forget size's cell. Returns the seed's
+    records, its per-method rows and its timings (seconds per key)."""
+    env = dataclasses.replace(env, timings={})  # its own timings: a local task shares ``env`` with the driver
+    res = Result("amun", "", {})
+    rows: list[dict[str, Any]] = []
+    model, data, rng = _original(cfg, env, seed)
+    for size in cfg.forget_sizes:
+        rows += _run_cell(cfg, env, _cell(cfg, env, model, data, rng, seed, size), res)
+    return res.records, rows, env.timings
 
 
 # ------------------------------------------------------------------------------------------------ claims

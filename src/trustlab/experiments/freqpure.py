@@ -157,24 +157,38 @@ def _spectral(cfg: Config, res: Result, clf: Any, X: np.ndarray, y: np.ndarray) 
 
 
 def _clean(cfg: Config, ctx: RunContext, res: Result, clf: Any, X: np.ndarray, y: np.ndarray) -> None:
-    from trustlab.methods.freqpure import defended_predict
+    import functools
 
-    Xc, yc = X[:cfg.n_clean], y[:cfg.n_clean]
     acc: dict[str, list[float]] = {DIFFPURE: [], FREQPURE: []}
     changed = []  # share of digits whose voted label FreqPure's guidance changed (same level, same noise)
-    for seed in ctx.progress(cfg.seeds, desc="freqpure C2 seeds"):
-        labels = {}
-        for name, pur in _purifiers(cfg, seed, robust=False).items():
-            pred = defended_predict(pur, clf, Xc, random_state=seed)
-            a = pred.accuracy(yc)
-            labels[name] = pred.labels
+    # one executor task per seed (issue 46); records and accuracies are added in seed order
+    done = ctx.map(functools.partial(_clean_job, cfg, clf, X[:cfg.n_clean], y[:cfg.n_clean]), cfg.seeds,
+                   desc="freqpure C2 seeds")
+    for records, seed_acc, seed_changed in done:
+        res.records.extend(records)
+        for name, a in seed_acc.items():
             acc[name].append(a)
-            res.add(part="clean", method=name, seed=seed, t_star=cfg.t_clean, accuracy=a)
-        changed.append(float(np.mean(labels[DIFFPURE] != labels[FREQPURE])))
-        ctx.check_budget(f"C2 seed {seed}")
+        changed.append(seed_changed)
+    ctx.check_budget(f"C2 {len(cfg.seeds)} seed(s)")
     res.summary["clean"] = {k: float(np.mean(v)) for k, v in acc.items()}
     res.summary["guidance_changed"] = float(np.mean(changed))
     res.summary["clean_per_seed"] = acc
+
+
+def _clean_job(cfg: Config, clf: Any, Xc: np.ndarray, yc: np.ndarray, seed: int) -> tuple[list[dict[str, Any]],
+                                                                                           dict[str, float], float]:
+    """One C2 seed (a task of ``ctx.map``): its records, each purifier's clean accuracy, and the share of digits
+    whose voted label FreqPure's guidance changed."""
+    from trustlab.methods.freqpure import defended_predict
+
+    res = Result("freqpure", "", {})
+    acc, labels = {}, {}
+    for name, pur in _purifiers(cfg, seed, robust=False).items():
+        pred = defended_predict(pur, clf, Xc, random_state=seed)
+        acc[name] = a = pred.accuracy(yc)
+        labels[name] = pred.labels
+        res.add(part="clean", method=name, seed=seed, t_star=cfg.t_clean, accuracy=a)
+    return res.records, acc, float(np.mean(labels[DIFFPURE] != labels[FREQPURE]))
 
 
 def _attacks(cfg: Config, seed: int, eps_only: bool = False) -> list[Any]:
