@@ -223,8 +223,8 @@ class Claim:
     the claims picture beside the observed value and the threshold; never used by the check).
     ``kind`` is ``"claim"`` or ``"premise"`` (see :func:`Premise`); ``requires`` names the premises the
     claim rests on: when one of them is not PASS on the run, the claim's status is VOID. ``timed`` marks a
-    claim whose observed value is, or depends on, a wall-clock measurement (a speed ratio, an arm run for
-    equal wall time): two runs of the same code may differ there, so comparisons across executors leave it
+    claim whose observed value is, or depends on, a wall-clock or memory measurement (a speed ratio, an
+    arm run for equal wall time): two runs of the same code may differ there, so comparisons across executors leave it
     out (:func:`trustlab.results.compare.comparable`).
     """
 
