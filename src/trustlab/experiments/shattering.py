@@ -25,13 +25,13 @@ C4 naturalistic (secondary, never changes the exit status): ROME efficacy (P(new
 
 from __future__ import annotations
 
-import warnings
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from trustlab.experiments._shattering_months import MONTHS, NoEdit
+from trustlab.experiments._shattering_months import MONTHS
 from trustlab.experiments._shattering_months import months as _months
 from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.shattering import PAPER as PAPER
@@ -200,7 +200,7 @@ def _edit_plan(cfg: Config, kg: Any, ok: np.ndarray, facts: np.ndarray, seed: in
 
 
 def _synthetic(cfg: Config, ctx: RunContext, res: Result) -> None:
-    from trustlab.core.exceptions import TrustlabError
+    from trustlab.experiments._shattering_edits import edit_job
     from trustlab.methods import shattering as sh
 
     seed = cfg.seeds[0]
@@ -215,58 +215,24 @@ def _synthetic(cfg: Config, ctx: RunContext, res: Result) -> None:
     stats = sh.key_covariance(model, cfg.edit_layer, kg.walks(cfg.cov_walks, 16, random_state=seed + 10_000)[0])
     res.summary["cov_condition"] = stats.condition
     plan = _edit_plan(cfg, kg, base["train"], ev.facts["train"], seed)
+    # one executor task per planned edit (issue 46), every editor on it; results merged in plan order
+    done = ctx.map(functools.partial(edit_job, cfg, ev, base, reps0, stats, seed), list(enumerate(plan)),
+                   desc="shattering edits")
     edits: list[dict[str, Any]] = []
     example = None
-    for ei, (x, r, new, d) in enumerate(ctx.progress(plan, desc="edits")):
-        req = sh.kg_request(kg, x, r, new, key=cfg.key, context_hops=cfg.context_hops, n_contexts=cfg.n_contexts,
-                            random_state=seed)
-        for name, editor in _editors(cfg).items():
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    handle = editor.apply(model, req, stats=stats) if cfg.edit else NoEdit()
-            except TrustlabError as exc:  # a refused edit (e.g. AlphaEdit's key in the preserved span) is recorded
-                res.summary.setdefault("refused", []).append({"method": name, "edit": ei, "error": str(exc)})
-                continue
-            try:
-                row = _measure(ev, base, reps0, x, r, new, d, name, ei, handle.info)
-                if name == "ROME" and d == max(cfg.distances) and example is None:
-                    example = {"reps_after": ev.reps().tolist(), "edit": [x, kg.relation_names[r], new, d]}
-            finally:
-                handle.restore()
-            edits.append(row)
-            for metric in ("R", "efficacy", "drop_other", "drop_I", "drop_II", "drop_III"):
-                res.add(method=name, dataset="cyclic_kg", seed=seed, metric=metric, value=row[metric], d=d, edit=ei)
-        ctx.check_budget(f"edit {ei}")
+    for rows, records, refused, ex in done:
+        edits += rows
+        res.records.extend(records)
+        if refused:
+            res.summary.setdefault("refused", []).extend(refused)
+        example = example or ex
+    ctx.check_budget(f"{len(plan)} edit(s)")
     res.summary["edits"] = edits
     res.summary["example"] = dict(example or {}, reps_before=reps0.tolist(), orders=kg.orders.tolist())
     rome = [e for e in edits if e["method"] == "ROME" and e["d"] > 0]
     pre["rome_efficacy"] = float(np.mean([e["efficacy"] for e in rome])) if rome else float("nan")
 
 
-def _measure(ev: _Evaluator, base: dict[str, np.ndarray], reps0: np.ndarray, x: int, r: int, new: int, d: int,
-             name: str, ei: int, info: Any) -> dict[str, Any]:
-    from trustlab.methods import shattering as sh
-
-    after = ev.correct()
-    f = np.array([[x, r, new]])
-    q = sh.query_tokens(ev.kg, f, **ev.kw)
-    eff = float(sh.fact_accuracy(ev.model, ev.kg, f, tokens=q, **ev.kw).correct.mean())
-    row: dict[str, Any] = {"method": name, "edit": ei, "d": d, "subject": x, "relation": r, "new": new,
-                           "efficacy": eff, "R": sh.shattering(reps0, ev.reps()),
-                           "target_prob": info.target_prob, "update_norm": info.update_norm}
-    other = {s: ev.facts[s][:, 0] != x for s in ev.facts}
-    drop_all = np.concatenate([(base[s] - after[s])[other[s]] for s in ev.facts])
-    row["drop_other"] = float(drop_all.mean())
-    for o, tag in enumerate(("I", "II", "III")):
-        parts = [(base[s] - after[s])[other[s] & (ev.order[s] == o)] for s in ev.facts]
-        row[f"drop_{tag}"] = float(np.concatenate(parts).mean())
-    row["drop_logical"] = float((base["heldout"] - after["heldout"])[other["heldout"]].mean()) \
-        if other["heldout"].any() else float("nan")
-    return row
-
-
-# -- claims ------------------------------------------------------------------------------------------------
 def _rome(r: Result, counterfactual: bool = True) -> list[dict[str, Any]]:
     return [e for e in r.summary.get("edits", []) if e["method"] == "ROME" and (e["d"] > 0) == counterfactual]
 
