@@ -93,6 +93,25 @@ def test_threads_are_limited_inside_tasks_and_restored():
     assert thread_state() == before
 
 
+def test_a_task_that_imports_torch_first_runs_at_the_task_threads():
+    """A fresh worker has not imported torch: the task's own import must still run torch at the task's
+    threads, not at torch's default (all cores); limit_threads(import_torch=True) sees to it."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from trustlab.core.executor import run_task, LocalExecutor\n"
+            "def f(_):\n    import torch\n    return torch.get_num_threads()\n"
+            "assert 'torch' not in sys.modules\n"
+            "print(run_task(f, 0, 0, 1).value, LocalExecutor(threads_per_task=1).map(f, [0])[0])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == ["1", "1"], out.stderr
+    from trustlab.core.threads import limit_threads
+
+    with pytest.raises(ConfigError, match="The 'import_torch' argument of limit_threads"), limit_threads(1, import_torch=1):
+        pass
+
+
 def test_map_items_and_run_context_map_use_the_local_executor_by_default():
     from trustlab.experiments.base import RunContext
 

@@ -134,7 +134,7 @@ def run_task(fn: Callable[[Any], Any], item: Any, seed: int, threads: int | None
     limited to ``threads``, at most ``timeout_s`` seconds (:class:`TaskTimeout`); an exception becomes a
     failed outcome (type, message, traceback text)."""
     try:
-        with isolated_global_rng(seed), limit_threads(threads), _alarm(timeout_s):
+        with isolated_global_rng(seed), limit_threads(threads, import_torch=True), _alarm(timeout_s):
             return _Outcome(True, fn(item))
     except Exception as exc:  # noqa: BLE001 - reported to the driver, which retries or raises TaskError
         return _Outcome(False, None, type(exc).__name__, str(exc) or repr(exc), "".join(traceback.format_exception(exc)))
@@ -305,7 +305,7 @@ class LocalExecutor(Executor):
 
     @validate_args(fn=[CallableRule()], items=_ITEMS)
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], **kwargs: Any) -> list[Any]:
-        with limit_threads(self.threads_per_task):
+        with limit_threads(self.threads_per_task, import_torch=True):
             return super().map(fn, items, **kwargs)
 
     def _cancel(self) -> None:

@@ -49,13 +49,17 @@ def preserve_torch_threads() -> Iterator[None]:
 
 
 @takes_any(n="None or an int >= 1, checked on entering the block with the template message (the rule "
-           "classes are imported only then: this module stays numpy-free)")
+           "classes are imported only then: this module stays numpy-free)",
+           import_torch="a bool: import torch on entry when it is installed")
 @contextlib.contextmanager
-def limit_threads(n: int | None) -> Iterator[None]:
+def limit_threads(n: int | None, *, import_torch: bool = False) -> Iterator[None]:
     """Limit BLAS/OpenMP pools (threadpoolctl) and torch intra-op threads to ``n`` inside the block.
 
-    ``n=None`` changes nothing. Every setting is restored on exit. Imports torch only if it is already
-    imported (a block that imports torch itself gets its threads restored all the same).
+    ``n=None`` changes nothing. Every setting is restored on exit. Torch is limited only if it is imported
+    on entry: a block that imports torch itself runs torch at its default thread count (its threads are
+    restored all the same). ``import_torch=True`` imports torch first when it is installed, so such a block
+    runs at ``n`` threads too; executors use it for every task (a worker's first task would otherwise run
+    torch at all cores).
 
     Examples
     --------
@@ -63,6 +67,11 @@ def limit_threads(n: int | None) -> Iterator[None]:
     >>> with limit_threads(1):
     ...     pass
     """
+    if not isinstance(import_torch, bool):
+        from trustlab.core.exceptions import ConfigError
+
+        raise ConfigError(f"The 'import_torch' argument of limit_threads must be a bool. Got {import_torch!r} "
+                          "instead.")
     if n is None:
         yield
         return
@@ -71,6 +80,11 @@ def limit_threads(n: int | None) -> Iterator[None]:
     validate_value("limit_threads", "n", n, [Interval(int, 1, None), None], noun="argument")
     from threadpoolctl import threadpool_limits
 
+    if import_torch and "torch" not in sys.modules:
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is not None:
+            import torch  # noqa: F401 - imported so that its intra-op threads can be limited below
     torch = sys.modules.get("torch")
     torch_before = torch.get_num_threads() if torch is not None else None
     with threadpool_limits(limits=int(n)):
