@@ -139,61 +139,37 @@ def _baseline(name: str, cfg: Config, seed: int, **over: Any) -> Any:
     return InceptionTimeLite(epochs=cfg.epochs, patience=cfg.patience, random_state=seed, **over)
 
 
-def _warm_numba(cfg: Config) -> float:
-    """Compile the baselines' numba kernels on a tiny set before the timed part (cached on disk by aeon)."""
-    t0 = time.perf_counter()
-    rng = np.random.default_rng(0)
-    X, y = rng.normal(size=(10, 1, 30)), np.repeat([0, 1], 5)
-    for name in cfg.baselines:
-        if name in ("MiniRocket", "RDST"):
-            _baseline(name, cfg, 0).fit(X, y).predict(X)
-    return time.perf_counter() - t0
-
-
 def _acc(est: Any, X: Any, y: np.ndarray) -> float:
     return float(np.mean(est.predict(X) == y))
 
 
 # -- run ---------------------------------------------------------------------------------------------------
 def run(cfg: Config, ctx: RunContext) -> Result:
+    """Every fit (P1, claims 4/5, P2 folds) is one executor task (issue 46; :mod:`._softshape_jobs`); the
+    records come back in the serial loops' order, claim 3's faithfulness from the GunPoint seed-0 fit."""
+    import functools
     import warnings
 
     from trustlab.core.threads import limit_threads
+    from trustlab.experiments._softshape_jobs import fit_items, fit_job, warm_once
 
     with limit_threads(cfg.threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = Result("softshape", "", {})
-        res.summary["numba_warmup_s"] = _warm_numba(cfg)  # outside the timed comparison (disk-cached after 1st run)
+        res.summary["numba_warmup_s"] = warm_once(cfg)  # outside the timed comparison (disk-cached after 1st run)
         names = list(dict.fromkeys(cfg.claim1_datasets + cfg.ablation_datasets + cfg.p2_datasets
                                    + cfg.compare_univariate + cfg.compare_multivariate + cfg.compare_synthetic))
         data = {name: _load(name, cfg) for name in names}
         res.summary["majority_acc"] = {n: float(np.max(np.unique(np.asarray(d[3]), return_counts=True)[1])
                                                 / len(d[3])) for n, d in data.items()}
-        fitted = _p1(cfg, ctx, res, data)
-        _compare(cfg, ctx, res, data)
-        _faithfulness(cfg, res, data, fitted)
-        _p2(cfg, ctx, res, data)
+        items = fit_items(cfg)
+        done = ctx.map(functools.partial(fit_job, cfg, data), items, desc="softshape fits")
+        ctx.check_budget(f"{len(items)} fit(s)")
+        for records, faith in done:
+            res.records.extend(records)
+            res.summary.update(faith or {})
         _summarise(res, cfg)
     return res
-
-
-def _p1(cfg: Config, ctx: RunContext, res: Result, data: dict[str, Any]) -> dict[tuple[str, int], Any]:
-    """P1 (standard split): SoftShape, its ablations and the baselines on the claim 1 / ablation sets."""
-    jobs = []
-    for name in dict.fromkeys(cfg.claim1_datasets + cfg.ablation_datasets):
-        for i, seed in enumerate(cfg.seeds):
-            jobs.append((name, seed, "soft"))
-            if name in cfg.ablation_datasets and i < cfg.ablation_seeds:
-                jobs += [(name, seed, v) for v in cfg.ablations]
-            jobs += [(name, seed, b) for b in cfg.baselines if name in cfg.claim1_datasets or b == "MiniRocket"]
-    fitted: dict[tuple[str, int], Any] = {}
-    for name, seed, method in ctx.progress(jobs, desc="P1 fits"):
-        est = _softshape(cfg, name, seed, **VARIANTS[method]) if method in VARIANTS else _baseline(method, cfg, seed)
-        _fit_record(res, est, name, seed, method, data[name])
-        if method == "soft":
-            fitted[(name, seed)] = est
-        ctx.check_budget(f"P1 {name} {method} seed {seed}")
-    return fitted
 
 
 def _fit_record(res: Result, est: Any, name: str, seed: int, method: str, d: tuple[Any, Any, Any, Any],
@@ -212,30 +188,12 @@ def _fit_record(res: Result, est: Any, name: str, seed: int, method: str, d: tup
     res.add(**rec)
 
 
-def _compare(cfg: Config, ctx: RunContext, res: Result, data: dict[str, Any]) -> None:
-    """Claims 4 and 5: SoftShape vs InceptionTimeLite (both at their defaults) and SoftShape's
-    ``compare_variant`` on every comparison set; fits that P1 already made (same data set, seed and settings)
-    are reused."""
-    names = cfg.compare_univariate + cfg.compare_multivariate + cfg.compare_synthetic
-    done = {(r["dataset"], r["seed"], r["method"]) for r in res.records if r.get("protocol") == "P1"}
-    methods = ("soft", "InceptionTimeLite") + ((cfg.compare_variant,) if cfg.compare_variant else ())
-    jobs = [(n, s, m) for n in names for s in cfg.seeds[:cfg.compare_seeds] for m in methods if (n, s, m) not in done]
-    for name, seed, method in ctx.progress(jobs, desc="SoftShape vs InceptionTimeLite"):
-        pad = _pad_for(name, data[name])
-        est = (_baseline(method, cfg, seed, **pad) if method == "InceptionTimeLite"
-               else _softshape(cfg, name, seed, **pad, **VARIANTS[method]))
-        _fit_record(res, est, name, seed, method, data[name], claim="C4")
-        ctx.check_budget(f"compare {name} {method} seed {seed}")
-
-
-def _faithfulness(cfg: Config, res: Result, data: dict[str, Any], fitted: dict[tuple[str, int], Any]) -> None:
-    """Claim 3 on GunPoint (seed-0 soft model): zero the top-scored vs random steps of the series it sees."""
+def _faithfulness(cfg: Config, est: Any, d: tuple[Any, Any, Any, Any]) -> dict[str, Any]:
+    """Claim 3 on GunPoint (seed-0 soft model ``est``): zero the top-scored vs random steps of the series it
+    sees; the summary entries."""
     from trustlab.methods.softshape import mask_top_steps
 
-    if ("GunPoint", cfg.seeds[0]) not in fitted:
-        return
-    est = fitted[("GunPoint", cfg.seeds[0])]
-    Xte, yte = data["GunPoint"][2], data["GunPoint"][3]
+    Xte, yte = d[2], d[3]
     Xz = est.preprocess(Xte)  # the z-normalised series the model sees
     scores = est.shape_scores(Xz)
     base = _acc(est, Xz, yte)
@@ -243,37 +201,17 @@ def _faithfulness(cfg: Config, res: Result, data: dict[str, Any], fitted: dict[t
     rng = np.random.default_rng(cfg.seeds[0])
     rand = [_acc(est, mask_top_steps(Xz, None, cfg.faithfulness_fraction, rng=rng), yte)
             for _ in range(max(1, cfg.random_masks))]
-    res.summary["sparsification_effect"] = est.sparsification_effect(Xte)
-    res.summary.update(faith_acc=base, faith_acc_top_masked=top, faith_acc_random_masked=float(np.mean(rand)),
-                       faith_drop_top=base - top, faith_drop_random=base - float(np.mean(rand)))
+    out: dict[str, Any] = {"sparsification_effect": est.sparsification_effect(Xte)}
+    out.update(faith_acc=base, faith_acc_top_masked=top, faith_acc_random_masked=float(np.mean(rand)),
+               faith_drop_top=base - top, faith_drop_random=base - float(np.mean(rand)))
     # the score mass in the gun-draw region (steps 40-100) vs its share of the series
     mass = scores[:, 40:100].sum(1) / np.maximum(scores.sum(1), 1e-12)
-    res.summary["score_mass_steps_40_100"] = float(mass.mean())
+    out["score_mass_steps_40_100"] = float(mass.mean())
     pick = [int(np.flatnonzero(yte == c)[0]) for c in np.unique(yte)] + \
            [int(np.flatnonzero(yte == c)[1]) for c in np.unique(yte)]
-    res.summary["overlay"] = {"X": np.asarray(Xte)[pick, 0].tolist(), "scores": scores[pick].tolist(),
-                              "labels": [str(v) for v in yte[pick]]}
-
-
-def _p2(cfg: Config, ctx: RunContext, res: Result, data: dict[str, Any]) -> None:
-    """P2: the paper's merged 5-fold 60/20/20 protocol, first ``p2_folds`` folds."""
-    from trustlab.methods.softshape import p2_splits
-
-    for name in cfg.p2_datasets:
-        if cfg.p2_folds == 0:
-            break
-        Xtr, ytr, Xte, yte = data[name]
-        X, y = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
-        for split in p2_splits(y, 5, random_state=cfg.seeds[0], max_folds=cfg.p2_folds):
-            idx = np.concatenate([split.train, split.val])
-            frac = len(split.val) / len(idx)
-            for method in ("soft", "MiniRocket"):
-                est = (_softshape(cfg, name, cfg.seeds[0], validation_fraction=round(frac, 4)) if method == "soft"
-                       else _baseline(method, cfg, cfg.seeds[0]))
-                est.fit(X[idx], y[idx])
-                res.add(protocol="P2", dataset=name, seed=cfg.seeds[0], fold=split.fold, method=method,
-                        metric="accuracy", value=_acc(est, X[split.test], y[split.test]))
-                ctx.check_budget(f"P2 {name} fold {split.fold}")
+    out["overlay"] = {"X": np.asarray(Xte)[pick, 0].tolist(), "scores": scores[pick].tolist(),
+                      "labels": [str(v) for v in yte[pick]]}
+    return out
 
 
 def _mean(res: Result, **where: Any) -> float:
@@ -430,7 +368,7 @@ CLAIMS = [
           f"{c['patience']}, D = {c['d_model']}, {len(c['seeds'])} seed(s)) instead of 500/150/80; 20 % of the "
           f"training split held out for early stopping; MiniRocket with {c['minirocket_kernels']:,} kernels"),
     Claim("C2", "Soft merge >= hard drop - 0.005 in mean P1 accuracy, and the per-epoch time of the sparsified "
-          "phase <= that of the unsparsified model", _c2, requires=("pre-learned", "pre-sparsify-changes"),
+          "phase <= that of the unsparsified model", _c2, requires=("pre-learned", "pre-sparsify-changes"), timed=True,
           scale_note=lambda c: f"per-epoch wall time on a shared 2-core CPU, {c['threads']} torch thread(s), batch 64 (= n_train "
           f"on these sets); {len(c['ablation_datasets'])} set(s) x {c['ablation_seeds']} seed(s); at M = 11-59 tokens the "
           "MoE's Python dispatch can outweigh the saved convolution work"),

@@ -160,23 +160,13 @@ def _record(res: Result, method: str, dataset: str, seed: int, **metrics: Any) -
                 value=float(value) if not isinstance(value, bool) else bool(value))
 
 
-def _warm_up() -> float:
-    """Fit once on tiny data so one-time numba compilation/loading is not charged to the first timed fit."""
-    import numpy as np
-
-    from trustlab.methods.split import LicketySPLITClassifier, SPLITClassifier
-
-    t0 = time.perf_counter()
-    rng = np.random.default_rng(0)
-    X = (rng.random((64, 6)) < 0.5).astype(np.uint8)
-    y = (X[:, 0] ^ X[:, 1]).astype(int)
-    SPLITClassifier(depth_budget=3, lookahead_depth=2, binarize=False).fit(X, y)
-    LicketySPLITClassifier(depth_budget=3, binarize=False).fit(X, y)
-    return time.perf_counter() - t0
-
-
 def run(cfg: Config, ctx: RunContext) -> Result:
+    """Every (data set, seed) job is one executor task (issue 46; :mod:`._split_jobs`), added in job order;
+    RESPLIT then runs here."""
+    import functools
+
     from trustlab.core.optional import is_available
+    from trustlab.experiments._split_jobs import dataset_seed_job, warm_up
 
     res = Result(experiment="split", mode="", config=cfg.to_dict())
     have = {m: cfg.run_packages and is_available(m) for m in ("gosdt", "licketysplit", "treefarms")}
@@ -184,18 +174,13 @@ def run(cfg: Config, ctx: RunContext) -> Result:
         if not ok:
             ctx.note(f"package '{m}' not used (missing or run_packages=False): its comparisons are skipped.")
     res.summary["packages"] = have
-    res.summary["jit_warmup_s"] = _warm_up()
-    runs: list[dict[str, Any]] = []
+    res.summary["jit_warmup_s"] = warm_up()  # this process's; every worker warms up once before its first fit
     jobs = [(ds, seed) for ds in cfg.datasets for seed in cfg.seeds]
-    for ds, seed in ctx.progress(jobs, desc="split: data sets x seeds", total=len(jobs)):
-        ctx.check_budget(f"{ds} seed {seed}")
-        Btr, Bte, ytr, yte = binary_split(ds, seed, cfg)
-        row: dict[str, Any] = {"dataset": ds, "seed": seed, "n_train": len(ytr), "p": int(Btr.shape[1]),
-                               "majority": float(max(yte.mean(), 1 - yte.mean()))}
-        _record(res, "data", ds, seed, n_train=len(ytr), n_binary_features=Btr.shape[1])
-        _fit_ours(res, row, cfg, (Btr, Bte, ytr, yte))
-        _fit_baselines(res, row, cfg, (Btr, Bte, ytr, yte), have)
+    runs: list[dict[str, Any]] = []
+    for records, row in ctx.map(functools.partial(dataset_seed_job, cfg, have), jobs, desc="split: data sets x seeds"):
+        res.records.extend(records)
         runs.append(row)
+    ctx.check_budget(f"{len(jobs)} data set x seed job(s)")
     res.summary["runs"] = runs
     res.summary["per_dataset"] = _per_dataset(runs, cfg)
     res.summary["chain"] = _chain(runs, cfg)
@@ -203,62 +188,6 @@ def run(cfg: Config, ctx: RunContext) -> Result:
         ctx.check_budget("RESPLIT")
         res.summary["resplit"] = _resplit(res, cfg)
     return res
-
-
-def _fit_ours(res: Result, row: dict[str, Any], cfg: Config, data: tuple[Any, Any, Any, Any]) -> None:
-    """Greedy, both LicketySPLIT variants, SPLIT per lookahead and the exact solver on one binary split."""
-    from trustlab.methods.split import GreedyTreeClassifier, LicketySPLITClassifier, SPLITClassifier
-
-    Btr, Bte, ytr, yte = data
-    ds, seed, d, lam = row["dataset"], row["seed"], cfg.depth_budget, cfg.reg
-    ours: list[tuple[str, Any]] = [
-        ("greedy", GreedyTreeClassifier(depth_budget=d, reg=lam, binarize=False)),
-        ("LicketySPLIT", LicketySPLITClassifier(depth_budget=d, reg=lam, binarize=False)),
-        ("LicketySPLIT (exact_last)", LicketySPLITClassifier(depth_budget=d, reg=lam, completion="exact_last",
-                                                             binarize=False)),
-    ]
-    for dl in cfg.lookaheads:
-        ours.append((f"SPLIT(d_l={dl})", SPLITClassifier(depth_budget=d, lookahead_depth=dl, reg=lam,
-                                                         time_limit=cfg.split_time_limit, binarize=False)))
-    if cfg.run_exact:
-        ours.append(("exact (ours)", SPLITClassifier(depth_budget=d, lookahead_depth=d, reg=lam,
-                                                     time_limit=cfg.gosdt_time_limit, binarize=False)))
-    for name, est in ours:
-        t0 = time.perf_counter()
-        est.fit(Btr, ytr)
-        dt = time.perf_counter() - t0
-        info = est.fit_info_
-        timed_out = bool(info.get("search_timed_out") or info.get("refill_timed_out"))
-        acc = est.score(Bte, yte)
-        _record(res, name, ds, seed, objective=est.objective_, test_accuracy=acc,
-                train_accuracy=est.score(Btr, ytr), time_s=dt, n_leaves=est.n_leaves_,
-                prefix_objective=info.get("prefix_objective"), timed_out=timed_out)
-        row[name] = {"R": est.objective_, "prefix": info.get("prefix_objective"), "time": dt, "acc": acc,
-                     "timed_out": timed_out}
-
-
-def _fit_baselines(res: Result, row: dict[str, Any], cfg: Config, data: tuple[Any, Any, Any, Any],
-                   have: dict[str, bool]) -> None:
-    """CART tuned to the objective, the C++ licketysplit package and GOSDT (capped) on the same split."""
-    import numpy as np
-
-    from trustlab.methods.split import fit_cart, fit_gosdt, fit_licketysplit_package
-
-    Btr, Bte, ytr, yte = data
-    ds, seed = row["dataset"], row["seed"]
-    baselines: list[tuple[str, Any, dict[str, Any]]] = [("CART", fit_cart, {"random_state": seed})]
-    if have["licketysplit"]:
-        baselines.append(("licketysplit (C++)", fit_licketysplit_package, {"lookahead_k": 1}))
-    if have["gosdt"]:
-        baselines.append(("GOSDT", fit_gosdt, {"time_limit": cfg.gosdt_time_limit}))
-    for name, fit, kwargs in baselines:
-        b = fit(Btr, ytr, reg=cfg.reg, depth_budget=cfg.depth_budget, **kwargs)
-        acc = float(np.mean(b.predict(Bte) == yte))
-        counted = b.time_s if b.converged else max(b.time_s, cfg.gosdt_time_limit)
-        _record(res, name, ds, seed, objective=b.objective, test_accuracy=acc,
-                train_accuracy=float(np.mean(b.predict(Btr) == ytr)), time_s=counted, n_leaves=b.n_leaves,
-                converged=b.converged, lower_bound=b.lower_bound)
-        row[name] = {"R": b.objective, "time": counted, "acc": acc, "converged": b.converged, "lb": b.lower_bound}
 
 
 def _per_dataset(runs: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
@@ -443,7 +372,8 @@ CLAIMS = [
             "training objective exceeds GOSDT's (the exact solver's without GOSDT) by >= reg (one leaf's penalty)",
             lambda r: check_pre_greedy(r, BUNDLED)),
     Claim("split-speed", "SPLIT (claim lookahead) is >= 10x faster than GOSDT on every bundled data set "
-          "(mean wall time over seeds, same binary matrix)", _check_speed, scale_note=_SCALE, requires=("pre-signal",)),
+          "(mean wall time over seeds, same binary matrix)", _check_speed, scale_note=_SCALE, requires=("pre-signal",),
+          timed=True),
     Claim("split-gap", "SPLIT's mean training objective is within 0.01 of GOSDT's on every bundled data set",
           _check_gap, scale_note="Compared with GOSDT's incumbent when it timed out.", requires=_PRE),
     Claim("split-accuracy", "SPLIT's mean test accuracy is at most 2 points below GOSDT's on every bundled "
@@ -460,7 +390,7 @@ CLAIMS = [
     Claim("resplit-subset", "Every RESPLIT tree is in the TreeFARMS Rashomon set (canonical tree strings)",
           _check_resplit_subset, requires=("pre-signal",)),
     Claim("resplit-time", "RESPLIT takes no more time than TreeFARMS on the same problem", _check_resplit_time,
-          requires=("pre-signal",),
+          requires=("pre-signal",), timed=True,
           scale_note=lambda c: f"A depth-{c['resplit_depth']} problem ({c['resplit_dataset']}) where TreeFARMS "
                                "itself takes seconds."),
 ]
