@@ -25,33 +25,26 @@ def _line(rep: Any, owner: str) -> Any:
     return next(o for o in rep.owners if o.owner == owner)
 
 
-def gaming(cfg: Any, d: dict[str, Any], res: Result, common: dict[str, Any]) -> None:
+def gaming(cfg: Any, d: dict[str, Any], res: Result, common: dict[str, Any], ctx: Any) -> None:
     """G1 / G1b: owner ``resubmitter`` re-submits owner ``resubmitted``'s images with uniform per-pixel noise
     of each amplitude; its share gain over the clean pool with ``gaming_dedup``, without de-duplication
-    and with the old max-norm ``near`` rule (tol ``near_tol``). G2: the embedded rule on the clean pool."""
+    and with the old max-norm ``near`` rule (tol ``near_tol``). G2: the embedded rule on the clean pool.
+    The noise is drawn here in amplitude order; each amplitude's reports are one ``ctx.map`` task (issue 46)."""
+    import functools
+
     from trustlab.methods.licensing import compensation_report
 
     rng = np.random.default_rng([common["random_state"], 41])
     r, s = cfg.resubmitted, cfg.resubmitter
     base = compensation_report(d["X"], d["y"], d["owner"], d["X_val"], d["y_val"], **common, counterfactual=False)
     own = d["owner"] == r
-    dd = {"dedup": cfg.gaming_dedup, "near_tol": cfg.near_tol, "near_quantile": cfg.near_quantile,
-          "near_variance": cfg.near_variance}
+    amps = tuple(cfg.perturb_amplitudes) + tuple(cfg.sweep_amplitudes)
+    noise = [rng.uniform(-amp / PIXEL_SCALE, amp / PIXEL_SCALE, (int(own.sum()), d["X"].shape[1])) for amp in amps]
+    rows = ctx.map(functools.partial(_gaming_job, cfg, d, common, _share(base, str(s))), list(zip(amps, noise)),
+                   desc="licensing re-submissions")
+    ctx.check_budget(f"{len(amps)} perturbed re-submission(s)")
     out = {}
-    for amp in tuple(cfg.perturb_amplitudes) + tuple(cfg.sweep_amplitudes):
-        a = amp / PIXEL_SCALE
-        Xg = np.vstack([d["X"], d["X"][own] + rng.uniform(-a, a, (int(own.sum()), d["X"].shape[1]))])
-        yg = np.concatenate([d["y"], d["y"][own]])
-        og = np.concatenate([d["owner"], np.full(int(own.sum()), s)])
-        rep = compensation_report(Xg, yg, og, d["X_val"], d["y_val"], **common, **dd)
-        row = {"amplitude_0_16": amp, "base_share": _share(base, str(s)), "share_dedup": _share(rep, str(s)),
-               "share_no_dedup": _line(rep, str(s)).share_no_dedup, "copies_found": _line(rep, str(s)).n_dup_cross,
-               "n_copies": int(own.sum()), "tol": rep.dedup_tol, "primary": amp in cfg.perturb_amplitudes}
-        if row["primary"]:
-            old = compensation_report(Xg, yg, og, d["X_val"], d["y_val"], **common, dedup="near", near_tol=cfg.near_tol,
-                                      counterfactual=False)
-            row["share_old_near"] = _share(old, str(s))
-        row["gain_pp"] = 100 * (row["share_dedup"] - row["base_share"])
+    for amp, row in zip(amps, rows):
         out[f"{amp:g}"] = row
         res.add(method="knn_shapley", dataset="digits-perturbed-resubmission", seed=common["random_state"],
                 owner=str(s), metric="share_gain_pp", value=row["gain_pp"], amplitude=amp,
@@ -62,6 +55,32 @@ def gaming(cfg: Any, d: dict[str, Any], res: Result, common: dict[str, Any]) -> 
     res.summary["embedded_clean"] = {
         "dropped_fraction": emb.n_duplicates / emb.n_train, "n_dropped": emb.n_duplicates, "tol": emb.dedup_tol,
         "max_share_change_pp": 100 * max(abs(a.share - b.share) for a, b in zip(emb.owners, base.owners))}
+
+
+def _gaming_job(cfg: Any, d: dict[str, Any], common: dict[str, Any], base_share: float,
+                item: tuple[float, np.ndarray]) -> dict[str, Any]:
+    """One amplitude of G1 / G1b (a task of ``ctx.map``): the re-submission ``X[owner resubmitted] + noise``
+    valued with ``gaming_dedup`` (and, at a primary amplitude, the old ``near`` rule); its plain row."""
+    from trustlab.methods.licensing import compensation_report
+
+    amp, noise = item
+    r, s = cfg.resubmitted, cfg.resubmitter
+    own = d["owner"] == r
+    dd = {"dedup": cfg.gaming_dedup, "near_tol": cfg.near_tol, "near_quantile": cfg.near_quantile,
+          "near_variance": cfg.near_variance}
+    Xg = np.vstack([d["X"], d["X"][own] + noise])
+    yg = np.concatenate([d["y"], d["y"][own]])
+    og = np.concatenate([d["owner"], np.full(int(own.sum()), s)])
+    rep = compensation_report(Xg, yg, og, d["X_val"], d["y_val"], **common, **dd)
+    row = {"amplitude_0_16": amp, "base_share": base_share, "share_dedup": _share(rep, str(s)),
+           "share_no_dedup": _line(rep, str(s)).share_no_dedup, "copies_found": _line(rep, str(s)).n_dup_cross,
+           "n_copies": int(own.sum()), "tol": rep.dedup_tol, "primary": amp in cfg.perturb_amplitudes}
+    if row["primary"]:
+        old = compensation_report(Xg, yg, og, d["X_val"], d["y_val"], **common, dedup="near", near_tol=cfg.near_tol,
+                                  counterfactual=False)
+        row["share_old_near"] = _share(old, str(s))
+    row["gain_pp"] = 100 * (row["share_dedup"] - row["base_share"])
+    return row
 
 
 def monte_carlo(cfg: Any, d: dict[str, Any], res: Result, common: dict[str, Any]) -> None:
@@ -94,13 +113,13 @@ def monte_carlo(cfg: Any, d: dict[str, Any], res: Result, common: dict[str, Any]
         "efficiency_residual": a.efficiency_residual}
 
 
-def sensitivity(cfg: Any, d: dict[str, Any], res: Result, common: dict[str, Any]) -> None:
-    """S1 and the docs table: the demo report's shares under other utilities, K and validation sets."""
+def sensitivity(cfg: Any, d: dict[str, Any], res: Result, common: dict[str, Any], ctx: Any) -> None:
+    """S1 and the docs table: the demo report's shares under other utilities, K and validation sets (the
+    settings, bootstraps drawn here in order; each setting's report one ``ctx.map`` task, issue 46)."""
+    import functools
+
     from scipy.stats import spearmanr
 
-    from trustlab.methods.licensing import compensation_report
-
-    args = (d["X_demo"], d["y_demo"], d["owner_demo"])
     rng = np.random.default_rng([common["random_state"], 47])
     settings: list[tuple[str, dict[str, Any], np.ndarray, np.ndarray]] = [
         ("default: knn_shapley, k=5", {}, d["X_val"], d["y_val"])]
@@ -115,16 +134,33 @@ def sensitivity(cfg: Any, d: dict[str, Any], res: Result, common: dict[str, Any]
         rows = rng.integers(0, len(d["X_val"]), len(d["X_val"]))
         settings.append((f"bootstrap validation set {b + 1}", {}, d["X_val"][rows], d["y_val"][rows]))
     worst = str(int(np.argmax(d["rates"])))
+    args = (d["X_demo"], d["y_demo"], d["owner_demo"])
+    done = ctx.map(functools.partial(_setting_job, args, common, worst), [s[1:] for s in settings],
+                   desc="licensing sensitivity")
+    ctx.check_budget(f"{len(settings)} sensitivity setting(s)")
     table, ref = [], None
-    for name, kw, Xv, yv in settings:
-        rep = compensation_report(*args, Xv, yv, **{**common, **kw}, counterfactual=False)
-        shares = np.array([o.share for o in rep.owners])
+    for (name, *_), row in zip(settings, done):
+        shares = np.array(row.pop("shares"))
         ref = shares if ref is None else ref
-        table.append({"setting": name, "shares": shares.tolist(), "owners": [o.owner for o in rep.owners],
+        table.append({"setting": name, "shares": shares.tolist(), "owners": row["owners"],
                       "max_change_pp": float(100 * np.max(np.abs(shares - ref))),
-                      "spearman": float(spearmanr(shares, ref).statistic), "lowest": rep.owners[int(np.argmin(shares))].owner,
-                      "worst_rank": int(1 + np.sum(shares < _share(rep, worst)))})
+                      "spearman": float(spearmanr(shares, ref).statistic), "lowest": row["lowest"],
+                      "worst_rank": row["worst_rank"]})
     res.summary["sensitivity"] = {"worst_owner": worst, "rows": table}
+
+
+def _setting_job(args: tuple[Any, ...], common: dict[str, Any], worst: str,
+                 item: tuple[dict[str, Any], np.ndarray, np.ndarray]) -> dict[str, Any]:
+    """One sensitivity setting (a task of ``ctx.map``): the demo report's shares with the setting's keywords
+    and validation set, its owners, the lowest-share owner and the rank of the ``worst`` (noisiest) owner."""
+    from trustlab.methods.licensing import compensation_report
+
+    kw, Xv, yv = item
+    rep = compensation_report(*args, Xv, yv, **{**common, **kw}, counterfactual=False)
+    shares = np.array([o.share for o in rep.owners])
+    return {"shares": shares.tolist(), "owners": [o.owner for o in rep.owners],
+            "lowest": rep.owners[int(np.argmin(shares))].owner,
+            "worst_rank": int(1 + np.sum(shares < _share(rep, worst)))}
 
 
 def zero_value(cfg: Any, d: dict[str, Any], res: Result, common: dict[str, Any]) -> None:

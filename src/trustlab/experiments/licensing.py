@@ -156,11 +156,11 @@ def run(cfg: Config, ctx: RunContext) -> Result:
     ctx.check_budget("symmetry and null players")
     _duplicates(cfg, d, res, common)
     ctx.check_budget("duplicates")
-    gaming(cfg, d, res, common)
+    gaming(cfg, d, res, common, ctx)
     ctx.check_budget("perturbed re-submission")
     monte_carlo(cfg, d, res, common)
     ctx.check_budget("Monte Carlo at many owners")
-    sensitivity(cfg, d, res, common)
+    sensitivity(cfg, d, res, common, ctx)
     ctx.check_budget("sensitivity")
     zero_value(cfg, d, res, common)
 
