@@ -112,7 +112,7 @@ def run(cfg: Config, ctx: RunContext) -> Result:
         data = _extract(cfg, ctx, res)
         probes = _layer_sweep(cfg, ctx, res, data)
         main = probes[cfg.layer]
-        summ = _probe_baselines(cfg, res, data, main)
+        summ = _probe_baselines(cfg, ctx, res, data, main)
         summ.update(_text_baselines(cfg, ctx, res, data))
         res.summary["auroc_table"] = summ
         res.summary["roleplay_auroc"] = summ["lr"]["roleplay"]
@@ -209,27 +209,19 @@ def _probe_labels(cfg: Config, data: dict[str, Any]) -> np.ndarray:
 
 
 def _layer_sweep(cfg: Config, ctx: RunContext, res: Result, data: dict[str, Any]) -> dict[int, Any]:
-    """One LR probe per layer on the training pairs; best layer by validation AUROC (ties: separation)."""
-    from trustlab.methods.deception import DeceptionProbe, auroc
+    """One LR probe per layer on the training pairs, one executor task per layer (issue 46; each task gets that
+    layer's activations); best layer by validation AUROC (ties: separation)."""
+    import functools
 
-    train, val, seed = data["train"], data["val"], data["seed"]
-    rp_dec = data["roleplay"].with_labels("deceptive")
+    from trustlab.experiments import _deception_jobs as jobs
+
+    job = functools.partial(jobs.layer_job, cfg.reg_coeff, _probe_labels(cfg, data), data["seed"])
+    done = ctx.map(job, jobs.layer_items(cfg.layers, data), desc="deception layers")
     probes: dict[int, Any] = {}
-    for layer in ctx.progress(list(cfg.layers), desc="layers"):
-        p = DeceptionProbe(layer=layer, reg_coeff=cfg.reg_coeff).fit(train, _probe_labels(cfg, data))
+    for layer, (records, p) in zip(cfg.layers, done, strict=True):
+        res.records.extend(records)
         probes[layer] = p
-        sv, lv = p.score_samples(val), np.asarray(val.labels)
-        gap = (sv[lv == "deceptive"].mean() - sv[lv == "honest"].mean()) / (sv.std() + 1e-12)
-        res.add(method="lr", dataset="val", seed=seed, layer=int(layer), metric="separation", value=float(gap))
-        row = {"val": _ab(sv, lv), "instructed_test": _ab(p.score_samples(data["test"]), data["test"].labels),
-               "roleplay": _ab(p.score_samples(data["roleplay"]), data["roleplay"].labels),
-               "sandbagging": _ab(p.score_samples(data["sandbagging"]), data["sandbagging"].labels),
-               "sandbag_vs_mistake": auroc(p.score_samples(data["mistake"]),
-                                           p.score_samples(data["sandbag_deceptive"])),
-               "roleplay_vs_control": auroc(p.score_samples(data["control"]), p.score_samples(rp_dec))}
-        for ds, v in row.items():
-            res.add(method="lr", dataset=ds, seed=seed, layer=int(layer), metric="auroc", value=v)
-        ctx.check_budget(f"layer {layer}")
+    ctx.check_budget(f"{len(cfg.layers)} layer(s)")
     by = {(r["dataset"], r["metric"], r["layer"]): r["value"] for r in res.records}
     best = max(cfg.layers, key=lambda la: (round(by[("val", "auroc", la)], 6), by[("val", "separation", la)]))
     test_auc = {la: by[("instructed_test", "auroc", la)] for la in cfg.layers}
@@ -251,12 +243,13 @@ def _record(res: Result, cfg: Config, data: dict[str, Any], method: str, scores:
     return out
 
 
-def _probe_baselines(cfg: Config, res: Result, data: dict[str, Any], main: Any) -> dict[str, dict[str, float]]:
+def _probe_baselines(cfg: Config, ctx: RunContext, res: Result, data: dict[str, Any],
+                     main: Any) -> dict[str, dict[str, float]]:
     """At cfg.layer: LR, MMS, LAT, random directions; shuffled-label probes on the held-out pairs."""
-    from trustlab.methods.deception import DeceptionProbe, random_direction_probe, shuffled_label_probe
+    from trustlab.methods.deception import DeceptionProbe, random_direction_probe
 
     sets = {"instructed_test": data["test"], "roleplay": data["roleplay"], "sandbagging": data["sandbagging"]}
-    train, held, seed, L = data["train"], data["held"], data["seed"], cfg.layer
+    train, held, L = data["train"], data["held"], cfg.layer
     summ = {"lr": _record(res, cfg, data, "lr", {k: main.score_samples(v) for k, v in sets.items()})}
     for m in ("mms", "lat"):
         p = DeceptionProbe(layer=L, method=m, reg_coeff=cfg.reg_coeff).fit(train, _probe_labels(cfg, data))
@@ -264,16 +257,27 @@ def _probe_baselines(cfg: Config, res: Result, data: dict[str, Any], main: Any) 
     rnd = [_record(res, cfg, data, "random_direction",
                    {k: random_direction_probe(main, s).score_samples(v) for k, v in sets.items()}) for s in range(3)]
     summ["random_direction"] = {k: float(np.mean([r[k] for r in rnd])) for k in sets}
-    shuf = []
-    for s in range(cfg.n_shuffles):
-        p = shuffled_label_probe(train, train.labels, random_state=seed * 1000 + s, layer=L, reg_coeff=cfg.reg_coeff)
-        shuf.append(_ab(p.score_samples(held), held.labels))
-        res.add(method="shuffled_labels", dataset="instructed_heldout", seed=s, layer=int(L), metric="auroc",
-                value=shuf[-1])
+    shuf = _shuffled(cfg, ctx, data)
+    for s, v in enumerate(shuf):
+        res.add(method="shuffled_labels", dataset="instructed_heldout", seed=s, layer=int(L), metric="auroc", value=v)
     res.summary["shuffled_auroc_mean"] = float(np.mean(shuf))
     res.summary["shuffled_auroc_sd"] = float(np.std(shuf))
     res.summary["lr_instructed_heldout_auroc"] = _ab(main.score_samples(held), held.labels)
     return summ
+
+
+def _shuffled(cfg: Config, ctx: RunContext, data: dict[str, Any]) -> list[float]:
+    """The shuffled-label probes' held-out AUROCs, one executor task per shuffle (issue 46)."""
+    import functools
+
+    from trustlab.experiments import _deception_jobs as jobs
+
+    L = cfg.layer
+    job = functools.partial(jobs.shuffle_job, jobs.at_layer(data["train"], L), jobs.at_layer(data["held"], L),
+                            data["seed"], L, cfg.reg_coeff)
+    out = ctx.map(job, range(cfg.n_shuffles), desc="deception shuffles")
+    ctx.check_budget(f"{cfg.n_shuffles} shuffled-label probe(s)")
+    return out
 
 
 def _dialogues(data: dict[str, Any], part: str) -> list[Any]:

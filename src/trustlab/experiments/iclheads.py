@@ -97,13 +97,14 @@ def run(cfg: Config, ctx: RunContext) -> Result:
     import torch
 
     from trustlab.core.threads import limit_threads
-    from trustlab.llm import dims, load_model
+    from trustlab.experiments._iclheads_jobs import load_eager
+    from trustlab.llm import dims
     from trustlab.methods import iclheads as ih
 
     with limit_threads(max(1, min(2, torch.get_num_threads()))):
         res = Result("iclheads", "", cfg.to_dict())
         t0 = time.perf_counter()
-        model, tok = load_model(cfg.model, attn_implementation="eager")
+        model, tok = load_eager(cfg.model)
         st = {"model": model, "tok": tok, "seed": cfg.seeds[0], "timing": {"load": time.perf_counter() - t0}}
         st["L"], st["H"] = dims(model).n_layers, dims(model).n_heads
         ih.check_disjoint(list(cfg.fv_tasks), list(cfg.eval_tasks))
@@ -192,32 +193,23 @@ def _head_sets(cfg: Config, res: Result, st: dict[str, Any]) -> dict[tuple[str, 
 
 def _ablation(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], sets: dict) -> None:
     """(3) mean-ablate each head set on 5-shot prompts of the held-out tasks; drops against the clean accuracy."""
+    import functools
     import time
 
-    from trustlab.methods import iclheads as ih
+    from trustlab.experiments import _iclheads_jobs as jobs
 
-    model, tok, seed, mf = st["model"], st["tok"], st["seed"], cfg.main_fraction
+    seed, mf = st["seed"], cfg.main_fraction
     t = time.perf_counter()
     drops: dict[str, dict[tuple[str, float, int], float]] = {}
     clean_acc = {}
     conds = list(sets.items()) + ([(("fv_zero", mf, 0), sets[("fv", mf, 0)])] if cfg.zero_ablation else [])
-    for ti, name in enumerate(ctx.progress(cfg.eval_tasks, desc="ablation")):
-        train, test = ih.load_task(name).split(0.4, random_state=seed)
-        prompts = ih.build_prompts(train, cfg.n_eval, cfg.n_shots, queries=test,
-                                   random_state=np.random.default_rng([seed, ti]))
-        pp = ih.PreparedPrompts(model, [p.text for p in prompts], [ih.target_token(tok, p.answer) for p in prompts],
-                                tokenizer=tok)
-        clean_acc[name] = acc0 = pp.accuracy()
-        res.add(method="clean", dataset=name, seed=seed, metric="accuracy", value=acc0, fraction=0.0, draw=0)
-        drops[name] = {}
-        for key, heads in conds:
-            with ih.HeadAblation(heads=heads, kind="zero" if key[0] == "fv_zero" else "mean").apply(
-                    model, means=st["fv"].mean_activations):
-                acc = pp.accuracy()
-            drops[name][key] = acc0 - acc
-            res.add(method=key[0], dataset=name, seed=seed, metric="accuracy", value=acc, fraction=key[1],
-                    draw=key[2], n_heads=len(heads))
-        ctx.check_budget(f"ablation {name}")
+    # one executor task per held-out task (issue 46): the model is loaded where the task runs, never pickled
+    job = functools.partial(jobs.ablation_job, cfg, seed, conds, st["fv"].mean_activations)
+    done = ctx.map(job, list(enumerate(cfg.eval_tasks)), desc="iclheads ablation", resources={"num_gpus": "auto"})
+    for name, (records, acc0, task_drops) in zip(cfg.eval_tasks, done, strict=True):
+        res.records.extend(records)
+        clean_acc[name], drops[name] = acc0, task_drops
+    ctx.check_budget(f"ablation of {len(cfg.eval_tasks)} task(s)")
     st["timing"]["ablation"] = time.perf_counter() - t
 
     def mean_drop(kind: str, f: float) -> float:

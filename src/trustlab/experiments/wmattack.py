@@ -97,17 +97,16 @@ class Config(ExperimentConfig):
 
 # -- setup: models, keys, texts ------------------------------------------------------------------------------
 def _load(cfg: Config) -> tuple[Any, Any]:
-    from trustlab.llm import load_model, tiny_random_llama
+    """The generator, loaded once per process (shared with the executor tasks that run here)."""
+    from trustlab.experiments._wmattack_jobs import load_generator
 
-    if cfg.model == "tiny":
-        return tiny_random_llama(n_layers=4, n_ctx=1024)
-    return load_model(cfg.model)
+    return load_generator(cfg.model)
 
 
 def _oracle(cfg: Config) -> Any:
-    from trustlab.methods.wmattack import load_quality_oracle
+    from trustlab.experiments._wmattack_jobs import load_oracle
 
-    return load_quality_oracle(cfg.ppl_model)
+    return load_oracle(cfg.ppl_model)
 
 
 def _texts(cfg: Config, st: dict[str, Any]) -> None:
@@ -252,7 +251,10 @@ def _paraphraser_sets(cfg: Config, st: dict[str, Any], ratio: float, seed: int, 
     return {s: _attack_eval(cfg, st, att, *data[s], cfg.para_tokens, ppl=s == "eval") for s in sets}
 
 
-def _baselines(cfg: Config, st: dict[str, Any], res: Result) -> None:
+def _baselines(cfg: Config, st: dict[str, Any], res: Result, ctx: RunContext) -> None:
+    import functools
+
+    from trustlab.experiments import _wmattack_jobs as jobs
     from trustlab.methods import wmattack as W
 
     pv = [st["provider"]] * len(st["eval"])
@@ -262,43 +264,27 @@ def _baselines(cfg: Config, st: dict[str, Any], res: Result) -> None:
     for name, cls, ratio in EDITS:
         att = getattr(W, cls)(ratio=ratio, random_state=cfg.seeds[0])
         _record(cfg, res, name, "eval", cfg.seeds[0], _attack_eval(cfg, st, att, st["eval"], pv, ratio, True))
-    for k, seed in enumerate(cfg.seeds):  # the untuned paraphraser, the same sampling seeds as the tuned one
-        sets = ("eval", "unigram") if k < cfg.transfer_seeds else ("eval",)
-        key = [cfg.model, cfg.para_tokens, cfg.eval_temperature, seed, st["eval"], st["unigram_texts"], sets]
-        evs = st["cache"].get("base-paraphraser", key,
-                              lambda s=seed, z=sets: _paraphraser_sets(cfg, st, 0.0, s, z))
+    # the untuned paraphraser, the same sampling seeds as the tuned one: one executor task per seed (issue 46)
+    items = [(seed, ("eval", "unigram") if k < cfg.transfer_seeds else ("eval",)) for k, seed in enumerate(cfg.seeds)]
+    done = ctx.map(functools.partial(jobs.base_job, cfg, jobs.view(st)), items, desc="wmattack base paraphraser",
+                   resources={"num_gpus": "auto"})
+    for seed, (evs, hits) in zip(cfg.seeds, done, strict=True):
+        st["cache"].hits.extend(hits)
         st.setdefault("base_outputs", {})[seed] = evs["eval"]["outputs"]
         for s, ev in evs.items():
             _record(cfg, res, "paraphrase_base", s, seed, ev)
 
 
 def _dpo(cfg: Config, st: dict[str, Any], res: Result, pairs: Any, ctx: RunContext) -> None:
-    from trustlab.methods import wmattack as W
+    """Every DPO seed (train, then paraphrase), one executor task per seed (issue 46); records in seed order."""
+    import functools
 
-    prev = None
-    for k, seed in enumerate(cfg.seeds):
-        sets = ("eval", "surrogate") + (("unigram",) if k < cfg.transfer_seeds else ())
-        key = [cfg.to_dict(), pairs.prompts, pairs.chosen, pairs.rejected, seed, st["eval"], st["surr_eval"],
-               st["unigram_texts"], sets]
+    from trustlab.experiments import _wmattack_jobs as jobs
 
-        def compute(seed: int = seed, sets: tuple[str, ...] = sets, first: bool = k == 0) -> dict[str, Any]:
-            nonlocal prev
-            if cfg.steps == 0:  # the knockout: no training, the untuned paraphraser (same sampling seed)
-                return _untrained(cfg, st, seed, sets)
-            t0 = time.perf_counter()
-            tp = W.train_paraphraser(st.get("policy", st["model"]), st["tok"], pairs, layers=cfg.lora_layers,
-                                     r=cfg.lora_r, alpha=cfg.lora_alpha, beta=cfg.beta, lr=cfg.lr, steps=cfg.steps,
-                                     batch_size=cfg.batch_size, random_state=seed, previous=prev)
-            prev, st["policy"] = tp, tp.model
-            out: dict[str, Any] = {"train_s": time.perf_counter() - t0, "held_acc": tp.held_accuracy,
-                                   "held_margin": tp.held_margin, "n_train": tp.n_train, "n_held": tp.n_held,
-                                   "loss_first": float(tp.history.loss[0]), "loss_last": float(tp.history.loss[-1]),
-                                   "step_s": tp.history.median_step_time(min(1, len(tp.history.loss) - 1)),
-                                   "sets": {f"{r}": _paraphraser_sets(cfg, st, r, seed, sets if r == 1.0 else ("eval",))
-                                            for r in (cfg.ratios if first else (1.0,))}}
-            return out
-
-        ev = st["cache"].get("dpo-seed", key, compute)
+    done = ctx.map(functools.partial(jobs.dpo_job, cfg, jobs.view(st), pairs), list(enumerate(cfg.seeds)),
+                   desc="wmattack DPO seeds", resources={"num_gpus": "auto"})
+    for seed, (ev, hits) in zip(cfg.seeds, done, strict=True):
+        st["cache"].hits.extend(hits)
         base_out, dpo_out = st["base_outputs"][seed], ev["sets"]["1.0"]["eval"]["outputs"]
         res.add(method="paraphrase_dpo", dataset="eval", seed=seed, metric="changed_vs_base",
                 value=float(np.mean([a != b for a, b in zip(base_out, dpo_out, strict=True)])))
@@ -307,7 +293,7 @@ def _dpo(cfg: Config, st: dict[str, Any], res: Result, pairs: Any, ctx: RunConte
         for r, sets_ev in ev["sets"].items():
             for s, e in sets_ev.items():
                 _record(cfg, res, "paraphrase_dpo" if float(r) == 1.0 else f"paraphrase_dpo_r{r}", s, seed, e)
-        ctx.check_budget(f"DPO seed {seed}")
+    ctx.check_budget(f"{len(cfg.seeds)} DPO seed(s)")
 
 
 def _untrained(cfg: Config, st: dict[str, Any], seed: int, sets: tuple[str, ...]) -> dict[str, Any]:
@@ -331,7 +317,7 @@ def run(cfg: Config, ctx: RunContext) -> Result:
         pairs = _pairs(cfg, st, res)
         res.summary["timing_s"]["pairs"] = time.perf_counter() - t0
         ctx.check_budget("preference pairs")
-        _baselines(cfg, st, res)
+        _baselines(cfg, st, res, ctx)
         res.summary["timing_s"]["baselines"] = time.perf_counter() - t0
         if pairs.n_pairs >= 2 and len(set(pairs.source.tolist())) >= 2:
             _dpo(cfg, st, res, pairs, ctx)
