@@ -128,53 +128,36 @@ def _defences(cfg: Config, res: Result, st: dict[str, Any], seed: int, lr_name: 
             _record(res, f"{kind}@{alpha:g}", lr_name, seed, rec)
 
 
-def _attack_and_defend(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any]) -> None:
-    from trustlab.experiments import _antidote_steps as S
+def _attack_and_defend(cfg: Config, ctx: RunContext, res: Result) -> dict[str, Any]:
+    """The aligned model's evaluation and every (lr, seed, defence) attack with its editors, one executor task
+    each (issue 46; the backbone is loaded and aligned in the worker); returns the first task's setup info."""
+    import functools
 
-    plan = [("high", cfg.lr_high, s, d) for s in cfg.seeds for d in ("sft",)]
+    from trustlab.experiments import _antidote_jobs as J
+
+    plan = [("none", 0.0, cfg.seeds[0], "aligned")]
+    plan += [("high", cfg.lr_high, s, d) for s in cfg.seeds for d in ("sft",)]
     plan += [("low", cfg.lr_low, cfg.seeds[0], "sft")]
     plan += [("low", cfg.lr_low, cfg.seeds[0], "lisa"), ("high", cfg.lr_high, cfg.seeds[0], "lisa"),
              ("high", cfg.lr_high, cfg.seeds[0], "ldifs")]
-    for lr_name, lr, seed, defence in plan:
-        hist = S.attack(cfg, st["pol"], st["fw"], lr, seed, defence)
-        gen = defence == "sft" and lr_name == "high"
-        rec = S.evaluate(cfg, st["pol"], st["tok"], st["fw"], st["data"], gen=gen)
-        rec.update(final_loss=float(hist.loss[-1]), step_time_s=hist.median_step_time(min(2, len(hist.loss) - 1)))
-        if "_examples" in rec:
-            res.summary.setdefault("examples", {})[f"sft_{lr_name}_{seed}"] = rec["_examples"]
-        _record(res, defence, lr_name, seed, rec)
-        if defence == "sft":
-            _defences(cfg, res, st, seed, lr_name)
-        ctx.check_budget(f"{defence} {lr_name} seed {seed}")
+    done = ctx.map(functools.partial(J.unit_job, cfg), plan, desc="antidote runs", resources={"num_gpus": "auto"})
+    for out in done:
+        res.records.extend(out["records"])
+        if out["examples"]:
+            res.summary.setdefault("examples", {}).update(out["examples"])
+    ctx.check_budget(f"{len(plan)} runs")
+    return done[0]["setup"]
 
 
 def run(cfg: Config, ctx: RunContext) -> Result:
     import time
 
-    import torch
-
-    from trustlab.core.threads import limit_threads
-    from trustlab.experiments import _antidote_steps as S
-    from trustlab.llm import add_lora, reset_lora
-
-    with limit_threads(max(1, min(2, torch.get_num_threads()))):
-        res = Result("antidote", "", cfg.to_dict())
-        t0 = time.perf_counter()
-        with ctx.untimed("load model"):
-            model, tok = S.load(cfg)
-        data = S.make_data(cfg, tok)
-        res.summary["data"] = data["sizes"]
-        merged, hist = S.align(cfg, model, data)
-        res.summary["alignment"] = {"final_loss": float(hist.loss[-1]), "steps": len(hist.loss)}
-        pol = add_lora(merged, layers=cfg.lora_layers, modules=list(cfg.modules), r=cfg.lora_r,
-                       alpha=cfg.lora_alpha, random_state=cfg.seeds[0])
-        st = {"pol": pol, "tok": tok, "data": data, "fw": S.forwards(cfg, pol, data)}
-        res.summary["timing_s"] = {"setup": time.perf_counter() - t0}
-        ctx.check_budget("alignment and caches")
-        reset_lora(pol, cfg.seeds[0], name_order=True)
-        _record(res, "aligned", "none", cfg.seeds[0], S.evaluate(cfg, pol, tok, st["fw"], data, gen=True))
-        _attack_and_defend(cfg, ctx, res, st)
-        res.summary["timing_s"]["total"] = time.perf_counter() - t0
+    res = Result("antidote", "", cfg.to_dict())
+    t0 = time.perf_counter()
+    info = _attack_and_defend(cfg, ctx, res)  # the model is loaded, aligned and cached in each worker
+    res.summary["data"] = info["data"]
+    res.summary["alignment"] = info["alignment"]
+    res.summary["timing_s"] = {"setup": info["setup_s"], "load": info["load_s"], "total": time.perf_counter() - t0}
     return res
 
 

@@ -108,32 +108,25 @@ def _tasks(cfg: Config) -> dict[str, Any]:
 
 
 def run(cfg: Config, ctx: RunContext) -> Result:
+    """The zero-shot evaluation and every (arm, layer, seed) fit, one executor task each (issue 46); each worker
+    loads SmolLM2 once (``_dint_jobs.setup``) and returns records and timings only."""
+    import functools
     import time
 
-    import torch
+    from trustlab.experiments import _dint_jobs as J
 
-    from trustlab.core.threads import limit_threads
-    from trustlab.methods.dint import InterventionEvaluator
-
-    with limit_threads(max(1, min(2, torch.get_num_threads()))):
-        res = Result("dint", "", cfg.to_dict())
-        t0 = time.perf_counter()
-        with ctx.untimed("load SmolLM2"):
-            model, tok = _load(cfg)
-        tasks = _tasks(cfg)
-        ev = InterventionEvaluator(model, tok, batch_size=20, system=cfg.system)
-        zs, _ = ev.accuracy(tasks["test"])
-        res.add(arm="zero_shot", layer=-1, seed=-1, metric="accuracy", perturbation="clean", level=0.0,
-                inference="deterministic", value=zs)
-        ctx.check_budget("zero-shot")
-        timing: dict[str, float] = {}
-        for seed in cfg.seeds:
-            for arm in ARMS:
-                _arm(cfg, ctx, res, ev, model, tok, tasks, arm, cfg.late_layer, seed, timing)
-        if cfg.early:
-            for arm in ARMS:
-                _arm(cfg, ctx, res, ev, model, tok, tasks, arm, cfg.early_layer, cfg.seeds[0], timing)
-        res.summary["timing_s"] = {**timing, "total": time.perf_counter() - t0}
+    res = Result("dint", "", cfg.to_dict())
+    t0 = time.perf_counter()
+    units = [("zero_shot", -1, -1)] + [(arm, cfg.late_layer, seed) for seed in cfg.seeds for arm in ARMS]
+    if cfg.early:
+        units += [(arm, cfg.early_layer, cfg.seeds[0]) for arm in ARMS]
+    done = ctx.map(functools.partial(J.unit_job, cfg), units, desc="dint fits", resources={"num_gpus": "auto"})
+    timing: dict[str, float] = {"load": done[0]["load_s"]}
+    for out in done:
+        res.records.extend(out["records"])
+        timing.update(out["timing"])
+    ctx.check_budget(f"{len(units)} units")
+    res.summary["timing_s"] = {**timing, "total": time.perf_counter() - t0}
     return res
 
 
@@ -141,8 +134,9 @@ def _record(res: Result, arm: str, layer: int, seed: int, **kw: Any) -> None:
     res.add(arm=arm, layer=layer, seed=seed, **kw)
 
 
-def _arm(cfg: Config, ctx: RunContext, res: Result, ev: Any, model: Any, tok: Any, tasks: dict[str, Any], arm: str,
-         layer: int, seed: int, timing: dict[str, float]) -> None:
+def _arm(cfg: Config, res: Result, ev: Any, model: Any, tok: Any, tasks: dict[str, Any], arm: str, layer: int,
+         seed: int, timing: dict[str, float]) -> None:
+    """Fit one intervention and record its evaluations (inside an executor task: no ``ctx`` here)."""
     import time
 
     from trustlab.methods.dint import fit_intervention
@@ -187,7 +181,6 @@ def _arm(cfg: Config, ctx: RunContext, res: Result, ev: Any, model: Any, tok: An
             for shift in ("paraphrase", "distractor", "number_words"):
                 _record(res, arm, layer, seed, perturbation=f"shift:{shift}", level=0.0, inference=name,
                         value=acc(task=tasks[shift]), **base)
-        ctx.check_budget(f"{key} seed {seed} ({name})")
     timing[f"eval {key} s{seed}"] = time.perf_counter() - t
 
 
