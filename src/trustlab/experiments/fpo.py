@@ -126,29 +126,37 @@ def _objective(method: str, cfg: Config, st: dict[str, Any], fwd: Any, pairs: An
 
 
 def run(cfg: Config, ctx: RunContext) -> Result:
+    """Every (method, seed) run is one executor task (issue 46; :mod:`._fpo_jobs`: each worker builds the
+    caches and the SAE once); C4's exactness check and the efficiency children run here afterwards."""
+    import functools
     import time
 
-    import torch
+    from trustlab.experiments import _fpo_jobs as J
 
-    from trustlab.core.threads import limit_threads
-
-    with limit_threads(max(1, min(2, torch.get_num_threads()))):
-        res = Result("fpo", "", cfg.to_dict())
-        t0 = time.perf_counter()
-        st = _setup(cfg, ctx, res)
-        res.summary["timing_s"] = {"setup": time.perf_counter() - t0}
-        for method in METHODS:
-            for seed in (cfg.seeds if method in cfg.multi_seed else cfg.seeds[:1]):
-                _one(cfg, ctx, res, st, method, seed)
-                ctx.check_budget(f"{method} seed {seed}")
-        res.summary["exactness"] = _exactness(cfg, st)
-        if cfg.efficiency:
-            res.summary["efficiency"] = _efficiency(cfg, res)
-        res.summary["timing_s"]["total"] = time.perf_counter() - t0
+    res = Result("fpo", "", cfg.to_dict())
+    t0 = time.perf_counter()
+    st, info = J.setup(cfg)
+    res.summary.update(info)
+    res.summary["timing_s"] = {"setup": time.perf_counter() - t0}
+    ctx.check_budget("caches and SAE")
+    units = [(m, s) for m in METHODS for s in (cfg.seeds if m in cfg.multi_seed else cfg.seeds[:1])]
+    done = ctx.map(functools.partial(J.unit_job, cfg), units, desc="fpo: methods x seeds",
+                   resources={"num_gpus": "auto"})
+    for out in done:
+        res.records.extend(out["records"])
+        if out["feature_term"] is not None:
+            res.summary["feature_term"] = out["feature_term"]
+        if out["fpo_state"] is not None:
+            st["fpo_state"] = out["fpo_state"]
+    ctx.check_budget(f"{len(units)} runs")
+    res.summary["exactness"] = _exactness(cfg, st)
+    if cfg.efficiency:
+        res.summary["efficiency"] = _efficiency(cfg, res)
+    res.summary["timing_s"]["total"] = time.perf_counter() - t0
     return res
 
 
-def _setup(cfg: Config, ctx: RunContext, res: Result) -> dict[str, Any]:
+def _setup(cfg: Config, res: Result) -> dict[str, Any]:
     from trustlab.llm import PolicyForward, ReferenceCache, add_lora
     from trustlab.methods import fpo
 
@@ -160,7 +168,6 @@ def _setup(cfg: Config, ctx: RunContext, res: Result) -> dict[str, Any]:
     st["fwd_held"] = PolicyForward(pol, st["held"].sequences)
     st["ref"] = ReferenceCache.compute(st["fwd"])
     st["ref_held"] = ReferenceCache.compute(st["fwd_held"])
-    ctx.check_budget("replay and reference caches")
     acts = fpo.collect_activations(st["fwd"])
     sae, rep = fpo.train_sae(acts, width=cfg.sae_width, k=cfg.sae_k, steps=cfg.sae_steps, random_state=cfg.seeds[0])
     st["sae"] = sae
@@ -170,11 +177,10 @@ def _setup(cfg: Config, ctx: RunContext, res: Result) -> dict[str, Any]:
                           "eval_tokens": rep.n_tokens, "fingerprint": sae.fingerprint()[:16]}
     res.summary["data"] = {"train_pairs": st["pairs"].n_pairs, "test_pairs": st["held"].n_pairs,
                            "max_len": int(st["pairs"].sequences.input_ids.shape[1]), "replay_k": st["fwd"].k_top}
-    ctx.check_budget("SAE and feature caches")
     return st
 
 
-def _one(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], method: str, seed: int) -> None:
+def _one(cfg: Config, res: Result, st: dict[str, Any], method: str, seed: int) -> None:
     from trustlab.llm import evaluate_generations, preference_accuracy, reset_lora, train
     from trustlab.methods import fpo
 
@@ -202,7 +208,6 @@ def _one(cfg: Config, ctx: RunContext, res: Result, st: dict[str, Any], method: 
         ev = evaluate_generations(pol, st["tok"], td.prompts, lambda rs: td.reward(rs), system=cfg.system,
                                   max_new_tokens=12, batch_size=20)
         rec["reward"] = ev.mean_reward
-        st.setdefault("gen_rewards", {})[method] = ev.rewards[:, 0]
     for metric, v in rec.items():
         res.add(method=method, dataset="prefs", seed=seed, metric=metric, value=float(v))
 
