@@ -427,3 +427,28 @@ def test_quick_experiment_expected_passes(quick_run):
     result, _ = quick_run("freqpure")
     status = {c.id: c.status for c in result.claims}
     assert all(status[c] == "PASS" for c in exp.QUICK_EXPECTED_PASS), status
+
+
+def test_default_radius_scales_with_the_image_side_and_auto_resolves_to_it():
+    """Issue 40: the paper's r = 3 is for 32x32; FreqPure's default ("auto") scales it with the image side."""
+    assert fp.default_radius(32, 32) == 3.0 and fp.default_radius(16, 16) == 1.5 and fp.default_radius(64, 48) == 4.5
+    assert fp.FreqPure().radii(16, 16) == (1.5, 1.5)
+    assert fp.FreqPure(r_amp=2.0, r_phase=0.0).radii(16, 16) == (2.0, 0.0)
+    with pytest.raises(ConfigError, match="The 'h' argument of default_radius"):
+        fp.default_radius(1, 16)
+    with pytest.raises(ConfigError, match="'r_amp' parameter of FreqPure"):
+        fp.FreqPure(r_amp="big")._validate_params()
+
+
+def test_evaluate_defence_defaults_include_the_surrogate_attack_for_diffusion_purifiers():
+    assert fp.default_attacks(fp.FreqPure()) == ["transfer", "pgd_eot", "bpda_eot", "surrogate_pgd_eot"]
+    assert fp.default_attacks(fp.DiffPure())[-1] == "surrogate_pgd_eot"
+
+    class Plain:  # a user's own differentiable purifier without diffusion levels
+        def get_params(self, deep=True):
+            return {"votes": 1}
+
+        def purify_tensor(self, x, generator=None):
+            return x
+
+    assert fp.default_attacks(Plain()) == ["transfer", "pgd_eot", "bpda_eot"]

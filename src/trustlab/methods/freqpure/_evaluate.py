@@ -19,7 +19,7 @@ from trustlab.methods.freqpure._attacks import _PURIFIER, BPDAEOT, PGDEOT, Surro
 
 torch = require("torch", purpose="trustlab.methods.freqpure")
 
-__all__ = ["DefendedPrediction", "AttackRow", "DefenceReport", "defended_predict", "evaluate_defence", "ATTACKS"]
+__all__ = ["DefendedPrediction", "AttackRow", "DefenceReport", "defended_predict", "evaluate_defence", "default_attacks", "ATTACKS"]
 
 #: attack names accepted by evaluate_defence (all but "transfer" are adaptive: they see the purifier)
 ATTACKS: dict[str, type] = {"transfer": TransferPGD, "pgd_eot": PGDEOT, "bpda_eot": BPDAEOT,
@@ -153,6 +153,23 @@ _ATTACK_LIST = Satisfies(lambda v: isinstance(v, list | tuple) and _is_attack_sp
                          [[], ["fgsm"], "pgd_eot", [3]], valid=["bpda_eot"])
 
 
+def _purifier_example() -> dict[str, Any]:
+    from trustlab.methods.freqpure._purify import DiffPure
+
+    return {"purifier": DiffPure(t_star=10, steps=1)}
+
+
+@validate_args(_example=_purifier_example, purifier=[_PURIFIER])
+def default_attacks(purifier: Any) -> list[str]:
+    """The attacks :func:`evaluate_defence` runs when none are given: transfer PGD, PGD-EOT and BPDA-EOT, and
+    ``surrogate_pgd_eot`` (PGD-EOT through a one-round surrogate process) for a purifier with ``t_star``,
+    ``steps`` and ``rounds`` parameters (DiffPure, FreqPure), the only kind it can attack."""
+    names = ["transfer", "pgd_eot", "bpda_eot"]
+    if {"t_star", "steps", "rounds"} <= set(purifier.get_params(deep=False)):
+        names.append("surrogate_pgd_eot")
+    return names
+
+
 def _build(spec: Any, classifier: Any, purifier: Any, random_state: Any) -> tuple[str, Any, bool]:
     from sklearn.base import clone
 
@@ -169,19 +186,20 @@ def _build(spec: Any, classifier: Any, purifier: Any, random_state: Any) -> tupl
 
 @validate_args(_example=_example, purifier=[_PURIFIER], classifier=[torch.nn.Module],
                X=[ArrayLike(ndim=(3, 4), low=0.0, high=1.0)], y=[ArrayLike(ndim=1, dtype="integer", low=0)],
-               budget=[Interval(float, 0, None, closed="neither")], attacks=[_ATTACK_LIST],
+               budget=[Interval(float, 0, None, closed="neither")], attacks=[_ATTACK_LIST, None],
                votes=[Interval(int, 1, None), None], random_state=["random_state"])
 def evaluate_defence(purifier: Any, classifier: Any, X: Any, y: Any, *, budget: float,
-                     attacks: Any = ("transfer", "pgd_eot", "bpda_eot"), votes: int | None = None,
-                     random_state: Any = None) -> DefenceReport:
+                     attacks: Any = None, votes: int | None = None, random_state: Any = None) -> DefenceReport:
     """Evaluate ``purifier`` + ``classifier`` on ``(X, y)``: clean accuracy and accuracy under each attack at
     radius ``budget`` (> 0), all voted over ``votes`` purifications.
 
     ``attacks``: names from :data:`ATTACKS` (built with their defaults) or Attack instances (their settings
     kept); each is pointed at this classifier and purifier. At least one adaptive attack (one that sees the
-    purifier) is required. Returns a :class:`DefenceReport` (``.table()`` for one DataFrame).
+    purifier) is required. ``None`` (the default): :func:`default_attacks` of the purifier, which include the
+    surrogate-process attack for a diffusion purifier (the strongest in the paper's code). Returns a
+    :class:`DefenceReport` (``.table()`` for one DataFrame).
     """
-    specs = list(attacks)
+    specs = default_attacks(purifier) if attacks is None else list(attacks)
     x = _images(X)
     yy = np.asarray(y).astype(np.int64)
     if len(yy) != len(x):

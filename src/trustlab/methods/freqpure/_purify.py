@@ -22,7 +22,7 @@ from trustlab.core.roles import Purifier
 from trustlab.core.seeding import torch_generator
 from trustlab.methods.freqpure._diffusion import DiffusionModel
 from trustlab.methods.freqpure._paper import PAPER
-from trustlab.methods.freqpure._spectral import band_mask, check_radius, guide_spectrum
+from trustlab.methods.freqpure._spectral import band_mask, check_radius, default_radius, guide_spectrum
 
 torch = require("torch", purpose="trustlab.methods.freqpure")
 
@@ -239,17 +239,20 @@ class FreqPure(_DiffusionPurifier):
     (``"round"``, cheaper); ``"input"`` (the paper's text): the round input itself.
 
     Defaults follow the script behind the paper's CIFAR-10 numbers (``cifar10_v2.sh``: 5 x (20, 5) then
-    5 x (50, 5), ``r = 3`` of 32x32, 10 votes); for 16x16 images the radius scales to 1.5.
+    5 x (50, 5), ``r = 3`` of 32x32, 10 votes). ``r_amp="auto"`` / ``r_phase="auto"`` (the default) scale
+    that radius with the model's image side (:func:`default_radius`: 1.5 for 16x16, 3 for 32x32, 6 for 64x64);
+    a number is used as given.
     """
 
     _constraints: ClassVar[dict[str, list[Any]]] = {
-        **_DiffusionPurifier._common, "r_amp": [Interval(float, 0, None)], "r_phase": [Interval(float, 0, None)],
+        **_DiffusionPurifier._common, "r_amp": [Interval(float, 0, None), Options(("auto",))],
+        "r_phase": [Interval(float, 0, None), Options(("auto",))],
         "delta": [Interval(float, 0, float(np.pi))], "reference": [Options(("denoised", "input"))],
         "ref_level": [Interval(int, 1, None)], "projection": [Options(("replace", "clip"))],
         "reference_refresh": [Options(("step", "round"))]}
 
-    def __init__(self, *, t_star: Any = (20, 50), steps: Any = (5, 5), rounds: Any = (5, 5), r_amp: float = 3.0,
-                 r_phase: float = 3.0, delta: float = 0.3, reference: str = "denoised", ref_level: int = 50,
+    def __init__(self, *, t_star: Any = (20, 50), steps: Any = (5, 5), rounds: Any = (5, 5), r_amp: Any = "auto",
+                 r_phase: Any = "auto", delta: float = 0.3, reference: str = "denoised", ref_level: int = 50,
                  projection: str = "replace", reference_refresh: str = "step", sampler: str = "ddpm",
                  votes: int = 10, model: DiffusionModel | None = None, batch_size: int = 256,
                  random_state: Any = None) -> None:
@@ -279,10 +282,16 @@ class FreqPure(_DiffusionPurifier):
     def _get_test_inputs(cls) -> dict[str, Any]:
         return {"X": np.random.default_rng(0).random((3, 1, 16, 16))}
 
+    @validate_args(h=[Interval(int, 2, None)], w=[Interval(int, 2, None)])
+    def radii(self, h: int, w: int) -> tuple[float, float]:
+        """``(r_amp, r_phase)`` for ``h x w`` images, ``"auto"`` resolved by :func:`default_radius`."""
+        auto = default_radius(h, w)
+        return tuple(auto if getattr(self, n) == "auto" else float(getattr(self, n)) for n in ("r_amp", "r_phase"))
+
     def _check_guidance(self, model: DiffusionModel) -> None:
         _, h, w = model.image_shape
-        for name in ("r_amp", "r_phase"):
-            check_radius(type(self).__name__, name, float(getattr(self, name)), h, w)
+        for name, r in zip(("r_amp", "r_phase"), self.radii(h, w), strict=True):
+            check_radius(type(self).__name__, name, r, h, w)
         if self.ref_level > model.n_steps:
             raise ConfigError(f"The 'ref_level' parameter of {type(self).__name__} must be in [1, {model.n_steps}]. "
                               f"Got {self.ref_level!r} instead.")
@@ -296,8 +305,9 @@ class FreqPure(_DiffusionPurifier):
 
     def _guide_factory(self, model: DiffusionModel, x_in: Any, gen_ref: Any) -> Callable[[Any], Any]:
         _, h, w = model.image_shape
-        amp = torch.as_tensor(band_mask(h, w, float(self.r_amp)))
-        pha = torch.as_tensor(band_mask(h, w, float(self.r_phase)))
+        r_amp, r_phase = self.radii(h, w)
+        amp = torch.as_tensor(band_mask(h, w, r_amp))
+        pha = torch.as_tensor(band_mask(h, w, r_phase))
         active = bool(amp.any() or pha.any())  # empty bands: no reference, the estimate is only clipped
         fixed = self._reference(model, x_in, gen_ref) if active and self.reference_refresh == "round" else None
 

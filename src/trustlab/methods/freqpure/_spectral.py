@@ -21,7 +21,7 @@ from trustlab.core.optional import require
 
 torch = require("torch", purpose="trustlab.methods.freqpure")
 
-__all__ = ["radius_map", "max_radius", "band_mask", "amplitude_phase", "from_amplitude_phase", "freq_guide",
+__all__ = ["radius_map", "max_radius", "default_radius", "band_mask", "amplitude_phase", "from_amplitude_phase", "freq_guide",
            "SpectralDamage", "spectral_damage"]
 
 _TINY = 1e-24
@@ -201,6 +201,17 @@ def spectral_damage(clean: Any, adversarial: Any, *, statistic: str = "median") 
         out["energy"].append(float(energy[..., m].sum()) / total)
     return SpectralDamage(radii, tuple(out["rel"]), tuple(out["abs"]), tuple(out["phase"]), tuple(out["energy"]),
                           int(c.shape[0]))
+
+
+#: the paper's band radius (r = 3) and the image side it was set for (CIFAR-10, 32x32)
+PAPER_RADIUS, PAPER_SIDE = 3.0, 32
+
+
+@validate_args(h=[Interval(int, 2, None)], w=[Interval(int, 2, None)])
+def default_radius(h: int, w: int) -> float:
+    """FreqPure's default band radius for ``h x w`` images: the paper's ``r = 3`` of 32x32 scaled with the
+    shorter side (1.5 for 16x16, 6 for 64x64), what ``r_amp="auto"`` / ``r_phase="auto"`` resolve to."""
+    return PAPER_RADIUS * min(int(h), int(w)) / PAPER_SIDE
 
 
 def check_radius(owner: str, name: str, r: float, h: int, w: int) -> None:
