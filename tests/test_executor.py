@@ -108,8 +108,9 @@ def test_a_task_that_imports_torch_first_runs_at_the_task_threads():
     assert out.stdout.split() == ["1", "1"], out.stderr
     from trustlab.core.threads import limit_threads
 
-    with pytest.raises(ConfigError, match="The 'import_torch' argument of limit_threads"), limit_threads(1, import_torch=1):
-        pass
+    with pytest.raises(ConfigError, match="The 'import_torch' argument of limit_threads"):
+        with limit_threads(1, import_torch=1):
+            pass
 
 
 def test_map_items_and_run_context_map_use_the_local_executor_by_default():

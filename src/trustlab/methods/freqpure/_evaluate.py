@@ -19,7 +19,8 @@ from trustlab.methods.freqpure._attacks import _PURIFIER, BPDAEOT, PGDEOT, Surro
 
 torch = require("torch", purpose="trustlab.methods.freqpure")
 
-__all__ = ["DefendedPrediction", "AttackRow", "DefenceReport", "defended_predict", "evaluate_defence", "default_attacks", "ATTACKS"]
+__all__ = ["DefendedPrediction", "AttackRow", "DefenceReport", "defended_predict", "evaluate_defence",
+           "default_attacks", "ATTACKS"]
 
 #: attack names accepted by evaluate_defence (all but "transfer" are adaptive: they see the purifier)
 ATTACKS: dict[str, type] = {"transfer": TransferPGD, "pgd_eot": PGDEOT, "bpda_eot": BPDAEOT,

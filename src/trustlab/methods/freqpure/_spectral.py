@@ -21,8 +21,8 @@ from trustlab.core.optional import require
 
 torch = require("torch", purpose="trustlab.methods.freqpure")
 
-__all__ = ["radius_map", "max_radius", "default_radius", "band_mask", "amplitude_phase", "from_amplitude_phase", "freq_guide",
-           "SpectralDamage", "spectral_damage"]
+__all__ = ["radius_map", "max_radius", "default_radius", "band_mask", "amplitude_phase", "from_amplitude_phase",
+           "freq_guide", "SpectralDamage", "spectral_damage"]
 
 _TINY = 1e-24
 
