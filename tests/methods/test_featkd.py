@@ -153,13 +153,51 @@ def test_same_seed_same_formula(task, fitted):
 
 def test_multi_output_shares_features():
     t = make_formula_task("shared", 160, n_targets=2, random_state=0)
-    m = FEATKDRegressor(**TINY, random_state=0).fit(t.X[:120], t.y[:120])
+    m = FEATKDRegressor(**TINY, targets="step_outputs", random_state=0).fit(t.X[:120], t.y[:120])
+    assert all(f.target == -1 for f in m.features_)  # choice A: features shared by the targets
     assert m.coef_.shape == (2, len(m.features_)) and m.intercept_.shape == (2,)
     P = m.predict(t.X[120:])
     assert P.shape == (40, 2)
     assert r2_per_target(t.y[120:], P).shape == (2,)
     B = FEATKDRegressor(**{**TINY, "targets": "step_contributions"}, random_state=0).fit(t.X[:120], t.y[:120])
     assert {f.target for f in B.features_} <= {0, 1} and all(f.unit == -1 for f in B.features_)
+
+
+def test_distillation_evolves_every_generation(task, monkeypatch):
+    """Issue 40: gplearn's default stopping_criteria (0.0) ended every Pearson-fitness run after generation 1."""
+    import gplearn.genetic as genetic
+
+    from trustlab.methods.featkd._distill import GPSettings, TeacherSignal, distil_signal
+
+    made, original = [], genetic.SymbolicRegressor.fit
+
+    def recording_fit(self, X, y, sample_weight=None):
+        made.append(self)
+        return original(self, X, y, sample_weight)
+
+    monkeypatch.setattr(genetic.SymbolicRegressor, "fit", recording_fit)
+    signal = TeacherSignal(0, -1, 0, task.X[:120, 0] * task.X[:120, 1] + 0.1 * task.X[:120, 2])
+    distil_signal(task.X[:120], signal, (0, 1, 2), GPSettings(population_size=40, generations=4), 0, 0.0)
+    assert len(made) == 1 and len(made[0].run_details_["generation"]) == 4
+
+
+def test_defaults_are_concise_and_the_claim_setting():
+    """Issue 40: the library default is the setting the experiment's claims judge (step contributions: at most
+    n_steps features per target), and a first fit in a fresh process equals a later one (torch threads)."""
+    from trustlab.experiments.featkd import Config, claim_setting_vs_default
+
+    assert FEATKDRegressor().get_params()["targets"] == "step_contributions"
+    assert claim_setting_vs_default(Config())["is_library_default"]
+    assert not claim_setting_vs_default(Config.quick())["is_library_default"]
+    code = ("from trustlab.methods.featkd import FEATKDRegressor, make_formula_task\n"
+            "t = make_formula_task('product_sine', 160, random_state=0)\n"
+            f"kw = {TINY!r}\n"
+            "h = [FEATKDRegressor(**kw, n_threads=1, random_state=0).fit(t.X[:120], t.y[:120]).formula_hash_ "
+            "for _ in range(2)]\n"
+            "print(h[0] == h[1])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "True"
 
 
 def test_predict_without_torch_or_sympy(task, tmp_path):

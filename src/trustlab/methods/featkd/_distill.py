@@ -75,7 +75,7 @@ def distil_signal(X: np.ndarray, signal: TeacherSignal, inputs: tuple[int, ...],
 
     Returns ``(feature, "kept")`` or ``(None, reason)`` with reason one of ``"constant"``, ``"too large"``,
     ``"not finite"``, ``"low fidelity"``. gplearn's fitness is the Pearson correlation (the ridge head takes
-    care of scale and offset).
+    care of scale and offset). It evolves all ``gp.generations`` unless a program correlates perfectly.
     """
     from trustlab.core.optional import require
 
@@ -83,6 +83,9 @@ def distil_signal(X: np.ndarray, signal: TeacherSignal, inputs: tuple[int, ...],
     sp = require("sympy", extra="symbolic")
     reg = genetic.SymbolicRegressor(
         population_size=gp.population_size, generations=gp.generations, metric="pearson",
+        # gplearn's default stopping_criteria (0.0) is for error metrics: with a greater-is-better metric such
+        # as Pearson it ends the run after the first generation (any |r| >= 0). 1.0 stops only at a perfect fit.
+        stopping_criteria=1.0,
         parsimony_coefficient=gp.parsimony_coefficient, function_set=gp.function_set, init_depth=gp.init_depth,
         max_samples=gp.max_samples, n_jobs=1, verbose=0, random_state=int(seed))
     with warnings.catch_warnings():

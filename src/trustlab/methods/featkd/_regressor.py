@@ -68,9 +68,10 @@ class FEATKDRegressor(Regressor):
 
     1. A TabNet teacher (pytorch-tabnet) is fitted on standardized ``X`` and ``y`` (one output per target),
        early-stopped on a ``validation_fraction`` split of the rows.
-    2. Teacher signals: ``targets="step_outputs"`` (choice A, default) distils every unit of every step
-       output ``d_k(x)`` (shared by all targets); ``"step_contributions"`` (choice B) distils the scalar
-       ``W_m · d_k(x)`` per step and target. Units with variance below ``variance_threshold`` are dead.
+    2. Teacher signals: ``targets="step_contributions"`` (choice B, default since issue 40: concise, at most
+       ``n_steps`` features per target) distils the scalar ``W_m · d_k(x)`` per step and target;
+       ``"step_outputs"`` (choice A) distils every unit of every step output ``d_k(x)``, shared by all targets
+       (larger formulas: ``n_steps * n_d`` signals). Units with variance below ``variance_threshold`` are dead.
     3. Each step's signals may use only the inputs whose mean TabNet mask exceeds ``mask_threshold`` (at
        least the top ``min_inputs``).
     4. gplearn's ``SymbolicRegressor`` distils each signal on the raw inputs; sympy simplifies it; features
@@ -122,8 +123,8 @@ class FEATKDRegressor(Regressor):
     def __init__(self, *, n_d: int = 8, n_a: int = 8, n_steps: int = 3, gamma: float = 1.3,
                  lambda_sparse: float = 1e-3, learning_rate: float = 0.02, max_epochs: int = 100,
                  patience: int = 15, batch_size: int = 256, virtual_batch_size: int = 128,
-                 validation_fraction: float = 0.2, targets: str = "step_outputs", mask_threshold: float = 0.05,
-                 min_inputs: int = 2, population_size: int = 500, generations: int = 15,
+                 validation_fraction: float = 0.2, targets: str = "step_contributions", mask_threshold: float = 0.05,
+                 min_inputs: int = 2, population_size: int = 1000, generations: int = 20,
                  parsimony_coefficient: float = 0.005,
                  function_set: tuple[str, ...] = ("add", "sub", "mul", "div", "sqrt", "log", "sin", "cos"),
                  init_depth: tuple[int, int] = (2, 4), max_samples: float = 1.0, max_feature_nodes: int = 40,
@@ -189,7 +190,9 @@ class FEATKDRegressor(Regressor):
 
     # ------------------------------------------------------------------------------------------ fit
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
-        with limit_threads(self.n_threads):
+        # import_torch: the teacher imports torch lazily, so without it a process's first fit would train
+        # TabNet at torch's default thread count and later fits at n_threads (different floats, formulas)
+        with limit_threads(self.n_threads, import_torch=True):
             self._fit_all(X.astype(np.float64), y)
 
     def _split(self, n: int) -> tuple[np.ndarray, np.ndarray]:
