@@ -121,9 +121,12 @@ def test_topo_features_shape_sign_and_reproducibility():
     b = td.topo_features(img, txt, ri, rt, n_batches=3, batch_size=6, random_state=1)
     assert a.shape == (4, 5) and np.array_equal(a, b) and np.isfinite(a).all() and np.abs(a).sum() > 0
     # one batch: the cross-modal gradient is sign(TP_x - TP_y) times the unimodal one, row by row
-    a1 = td.topo_features(img, txt, ri, rt, n_batches=1, batch_size=6, random_state=2)
-    u1 = td.topo_features(img, txt, ri, rt, n_batches=1, batch_size=6, unimodal=True, random_state=2)
+    a1 = td.topo_features(img, txt, ri, rt, n_batches=1, batch_size=6, view="contrast", random_state=2)
+    u1 = td.topo_features(img, txt, ri, rt, n_batches=1, batch_size=6, view="image", random_state=2)
     assert np.allclose(np.abs(a1), np.abs(u1))
+    # issue 40: the joint cloud's feature sees the texts, so it is not +-1 times the image-only one
+    j1 = td.topo_features(img, txt, ri, rt, n_batches=1, batch_size=6, view="joint", random_state=2)
+    assert not np.allclose(np.abs(j1), np.abs(u1))
     # the feature is the gradient: moving x along it raises the mean loss (first-order check on one batch)
     from trustlab.core.seeding import check_random_state
 
@@ -138,20 +141,23 @@ def test_topo_features_shape_sign_and_reproducibility():
     assert (up - base) / h == pytest.approx(float(u1[0] @ u1[0]), rel=1e-3)
 
 
-@pytest.mark.parametrize("unimodal", [True, False])
-def test_topo_features_equal_autograd_through_the_torch_h0_path(unimodal):
+@pytest.mark.parametrize("view", ["image", "contrast", "joint"])
+def test_topo_features_equal_autograd_through_the_torch_h0_path(view):
     from trustlab.core.seeding import check_random_state
 
     rng = np.random.default_rng(4)
     img, ri = rng.normal(size=(1, 6)), rng.normal(size=(30, 6))
     txt, rt = rng.normal(size=(1, 6)), rng.normal(size=(30, 6))[rng.integers(0, 30, 30) % 5]  # duplicated texts
-    g = td.topo_features(img, txt, ri, rt, n_batches=1, batch_size=12, unimodal=unimodal, random_state=3)
+    g = td.topo_features(img, txt, ri, rt, n_batches=1, batch_size=12, view=view, random_state=3)
     idx = check_random_state(3).choice(30, 11, replace=False)
     Z = torch.tensor(np.vstack([img, ri[idx]]), requires_grad=True)
+    Tt = torch.tensor(np.vstack([txt, rt[idx]]))
     loss = td.tp_h0_torch(Z / Z.norm(dim=1, keepdim=True))
-    if not unimodal:
-        Tt = torch.tensor(np.vstack([txt, rt[idx]]))
+    if view == "contrast":
         loss = (loss - td.tp_h0_torch(Tt / Tt.norm(dim=1, keepdim=True))).abs()
+    elif view == "joint":  # images then texts in one cloud (the order does not change the tree)
+        J = torch.cat([Z, Tt])
+        loss = td.tp_h0_torch(J / J.norm(dim=1, keepdim=True))
     (grad,) = torch.autograd.grad(loss, Z)
     assert np.allclose(grad[0].numpy(), g[0], atol=1e-12) and np.abs(g).max() > 0
 

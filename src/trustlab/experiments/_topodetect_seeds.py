@@ -66,8 +66,8 @@ def _detector_features(cfg: Config, m: Any, X: np.ndarray, Xadv: np.ndarray, see
     kw = {"n_batches": cfg.topo_batches, "batch_size": cfg.topo_batch_size}
     out: dict[str, Any] = {}
     for tag, z, t, raw in (("clean", zc, tc, X), ("adv", za, ta, Xadv)):
-        g = topo_features(z[rows], t[rows], zc[ref], tc[ref], random_state=seed, **kw)
-        gu = topo_features(z[rows], t[rows], zc[ref], tc[ref], unimodal=True, random_state=seed, **kw)
+        g = topo_features(z[rows], t[rows], zc[ref], tc[ref], view=cfg.topo_view, random_state=seed, **kw)
+        gu = topo_features(z[rows], t[rows], zc[ref], tc[ref], view="image", random_state=seed, **kw)
         px = raw[rows].reshape(len(rows), -1).astype(np.float64)
         out[tag] = {"sem": z[rows], "sa": np.hstack([z[rows], px]), "tc": np.hstack([z[rows], px, g]),
                     "tu": np.hstack([z[rows], px, gu]), "g": g, "gu": gu}

@@ -7,8 +7,11 @@ duplicated points get a zero gradient, never NaN). Ties make the pairing, and so
 ``jitter`` adds tiny fixed noise before the pairing is chosen.
 
 :func:`topo_features` is the paper's per-sample signature ``g(x) = mean over M batches (x + N-1 clean
-reference pairs) of d L_TC / d z_x`` with ``L_TC = |TP_H0(images) - TP_H0(texts)|`` (the cross-modal
-contrast) or, with ``unimodal=True``, ``L = TP_H0(images)`` (the control).
+reference pairs) of d L / d z_x``. ``view="joint"`` (default since issue 40): ``L = TP_H0(images and texts
+in one cloud)``, so x's gradient sees the text points (its own paired text among them) and the text side moves
+with the image; ``"contrast"``: ``L = |TP_H0(images) - TP_H0(texts)|`` (our reading of the paper's contrast:
+the text cloud does not depend on z_x, so per batch this is +-1 times the image-only gradient); ``"image"``:
+``L = TP_H0(images)`` (the unimodal control).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.core.arguments import ArrayLike, validate_args
-from trustlab.core.constraints import Boolean, Interval
+from trustlab.core.constraints import Interval, Options
 from trustlab.core.exceptions import InputError
 from trustlab.core.optional import require
 from trustlab.core.seeding import check_random_state
@@ -27,6 +30,9 @@ from trustlab.methods.topodetect._persistence import _mst_edges
 torch = require("torch", extra="topo", purpose="trustlab.methods.topodetect")
 
 __all__ = ["h0_persistence_torch", "tp_h0_torch", "topo_features"]
+
+#: the clouds :func:`topo_features` differentiates (see the module docstring)
+VIEWS = ("joint", "contrast", "image")
 
 
 def _pairs(Z: Any, jitter: float) -> tuple[np.ndarray, np.ndarray]:
@@ -99,16 +105,18 @@ def _features_example() -> dict[str, Any]:
 @validate_args(_features_example, image_emb=[ArrayLike(ndim=2)], text_emb=[ArrayLike(ndim=2)],
                ref_image=[ArrayLike(ndim=2, min_len=2)], ref_text=[ArrayLike(ndim=2, min_len=2)],
                n_batches=[Interval(int, 1, None)], batch_size=[Interval(int, 2, None)],
-               alpha=[Interval(float, 0, None, closed="neither")], unimodal=[Boolean()],
+               alpha=[Interval(float, 0, None, closed="neither")], view=[Options(VIEWS)],
                random_state=["random_state"])
 def topo_features(image_emb: Any, text_emb: Any, ref_image: Any, ref_text: Any, *, n_batches: int = 8,
-                  batch_size: int = 32, alpha: float = 1.0, unimodal: bool = False, random_state: Any = None
+                  batch_size: int = 32, alpha: float = 1.0, view: str = "joint", random_state: Any = None
                   ) -> np.ndarray:
     """Per-sample topological features ``g(x)`` (n, d): the mean over ``n_batches`` random batches (x plus
-    ``batch_size - 1`` reference pairs drawn without replacement) of the gradient of
-    ``|TP^alpha_H0(normalised images) - TP^alpha_H0(normalised texts)|`` with respect to x's embedding
-    (``unimodal=True``: of ``TP^alpha_H0(images)``). ``text_emb[i]`` is the text paired with image i (e.g. its
-    predicted class's prompt); the reference pairs are clean."""
+    ``batch_size - 1`` reference pairs drawn without replacement) of the gradient with respect to x's image
+    embedding of: ``view="joint"``, ``TP^alpha_H0`` of the one cloud of the batch's normalised images *and*
+    texts (x's paired text included; needs equal dimensions); ``"contrast"``,
+    ``|TP^alpha_H0(normalised images) - TP^alpha_H0(normalised texts)|``; ``"image"``, ``TP^alpha_H0(images)``
+    (the unimodal control). ``text_emb[i]`` is the text paired with image i (e.g. its predicted class's
+    prompt); the reference pairs are clean."""
     img, txt = (np.asarray(a, dtype=np.float64) for a in (image_emb, text_emb))
     rimg, rtxt = (np.asarray(a, dtype=np.float64) for a in (ref_image, ref_text))
     if len(txt) != len(img) or len(rtxt) != len(rimg):
@@ -121,8 +129,12 @@ def topo_features(image_emb: Any, text_emb: Any, ref_image: Any, ref_text: Any, 
     if batch_size - 1 > len(rimg):
         raise InputError(f"The 'batch_size' argument of topo_features must be <= len(ref_image) + 1 = "
                          f"{len(rimg) + 1}. Got {batch_size} instead.")
+    if view == "joint" and txt.shape[1] != img.shape[1]:
+        raise InputError(f"The 'view' argument of topo_features is 'joint', which puts images and texts in one "
+                         f"cloud: 'text_emb' must have the images' dimension ({img.shape[1]}). Got "
+                         f"{txt.shape[1]} instead; use view='contrast' for towers of different widths.")
     rng = check_random_state(random_state, owner="topo_features")
-    return _features(img, txt, rimg, rtxt, n_batches, batch_size, alpha, unimodal, rng)
+    return _features(img, txt, rimg, rtxt, n_batches, batch_size, alpha, view, rng)
 
 
 def _unit(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -167,8 +179,29 @@ def _batch_distances(d0: np.ndarray, DR: np.ndarray, idx: np.ndarray) -> np.ndar
     return D
 
 
+def _joint_distances(own: np.ndarray, idx: np.ndarray, pre: dict[str, np.ndarray]) -> np.ndarray:
+    """(k, 2N, 2N) distance matrices of the joint clouds [x's image, N-1 reference images, x's text, the same
+    N-1 reference texts] (``pre``: distances of the samples' images/texts to the references' and among them)."""
+    k, n1 = idx.shape
+    N = n1 + 1
+    D = np.zeros((k, 2 * N, 2 * N))
+    ii, jj = idx[:, :, None], idx[:, None, :]
+    D[:, 1:N, 1:N] = pre["UU"][ii, jj]
+    D[:, N + 1:, N + 1:] = pre["TT"][ii, jj]
+    cross = pre["UT"][ii, jj]
+    D[:, 1:N, N + 1:] = cross
+    D[:, N + 1:, 1:N] = cross.transpose(0, 2, 1)
+    for row, cols, key in ((0, slice(1, N), "u_U"), (0, slice(N + 1, None), "u_T"), (N, slice(1, N), "t_U"),
+                           (N, slice(N + 1, None), "t_T")):
+        v = np.take_along_axis(pre[key][own], idx, axis=1)
+        D[:, row, cols] = v
+        D[:, cols, row] = v
+    D[:, 0, N] = D[:, N, 0] = pre["u_t"][own]
+    return D
+
+
 def _features(img: np.ndarray, txt: np.ndarray, rimg: np.ndarray, rtxt: np.ndarray, m: int, size: int,
-              alpha: float, unimodal: bool, rng: np.random.Generator, chunk: int = 256) -> np.ndarray:
+              alpha: float, view: str, rng: np.random.Generator, chunk: int = 256) -> np.ndarray:
     """The gradient of the H0 path, written out and vectorised over every (sample, batch): ``d TP / d u_0 =
     sum over tree edges (0, b) of alpha l^(alpha-1) (u_0 - u_b) / l`` (zero-length edges skipped, as the torch
     path's zero gradient), times ``sign(TP_x - TP_y)`` for the contrast, then through the normalisation
@@ -185,21 +218,38 @@ def _features(img: np.ndarray, txt: np.ndarray, rimg: np.ndarray, rtxt: np.ndarr
     owner = np.repeat(np.arange(n), m)
     grad_u = np.zeros_like(U)
     dx_all, dt_all = _dist(U, UR), _dist(T, TR)
+    joint = view == "joint"
+    if joint:
+        pre = {"UU": DR, "TT": DTR, "UT": _dist(UR, TR), "u_U": dx_all, "u_T": _dist(U, TR), "t_U": _dist(T, UR),
+               "t_T": dt_all, "u_t": np.linalg.norm(U - T, axis=1)}
     for s in range(0, n * m, chunk):
         sl = slice(s, min(s + chunk, n * m))
         own = owner[sl]
-        blk, a, b, ell = _forest(_batch_distances(dx_all[own], DR, idx[sl]))
+        D = _joint_distances(own, idx[sl], pre) if joint else _batch_distances(dx_all[own], DR, idx[sl])
+        blk, a, b, ell = _forest(D)
         k = len(own)
         sign = np.ones(k)
-        if not unimodal:
+        if view == "contrast":
             tp_x = np.bincount(blk, ell ** alpha, minlength=k)
             bt, _, _, lt = _forest(_batch_distances(dt_all[own], DTR, idx[sl]))
             sign = np.sign(tp_x - np.bincount(bt, lt ** alpha, minlength=k))
         hit = ((a == 0) | (b == 0)) & (ell > 0)
         blk, other, ell = blk[hit], np.where(a[hit] == 0, b[hit], a[hit]), ell[hit]
-        refs = idx[sl][blk, other - 1]
         smp = own[blk]
+        vec = _other_points(other, idx[sl][blk], smp, size, UR, T, TR) if joint else UR[idx[sl][blk, other - 1]]
         coef = sign[blk] * alpha * ell ** (alpha - 1.0) / ell
-        np.add.at(grad_u, smp, coef[:, None] * (U[smp] - UR[refs]))
+        np.add.at(grad_u, smp, coef[:, None] * (U[smp] - vec))
     gu = grad_u / m
     return (gu - U * (U * gu).sum(1, keepdims=True)) / norms[:, None]
+
+
+def _other_points(other: np.ndarray, rows: np.ndarray, smp: np.ndarray, N: int, UR: np.ndarray, T: np.ndarray,
+                  TR: np.ndarray) -> np.ndarray:
+    """The far end of each tree edge at x's image in a joint cloud: a reference image (1..N-1), x's own text
+    (N) or a reference text (N+1..2N-1)."""
+    out = np.empty((len(other), UR.shape[1]))
+    img, own_txt, ref_txt = other < N, other == N, other > N
+    out[img] = UR[rows[img, other[img] - 1]]
+    out[own_txt] = T[smp[own_txt]]
+    out[ref_txt] = TR[rows[ref_txt, other[ref_txt] - N - 1]]
+    return out
