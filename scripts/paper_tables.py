@@ -1,7 +1,8 @@
 """Generate the README's claims table and each paper page's results table from the committed results.
 
 The default-mode result of each experiment is committed as ``docs/papers/<id>_files/default.json`` (with
-the commit it ran on in its provenance). Nothing in the generated regions is typed by hand:
+the commit it ran on in its provenance). Nothing in the generated regions is typed by hand; an experiment module may
+add ``TABLES(result) -> {name: markdown}``, rendered into its page's ``table-<name>`` regions:
 
     python scripts/paper_tables.py                  # rewrite the generated regions
     python scripts/paper_tables.py --check          # exit 1 when a generated region is stale (CI)
@@ -99,13 +100,27 @@ def _replace(text: str, key: str, body: str, *, anchor: str | None = None) -> st
     return "\n".join([lines[0], "", block, *lines[1:]])
 
 
+def extra_tables(exp_id: str, text: str) -> str:
+    """An experiment module's ``TABLES(result) -> {name: markdown}`` rendered from its committed default run into
+    the page's ``table-<name>`` regions (only where the page already has the region's markers)."""
+    tables = getattr(get_experiment(exp_id).module, "TABLES", None)
+    res = committed_default(exp_id, PAPERS) if tables is not None else None
+    if res is None:
+        return text
+    for name, body in tables(res).items():
+        if BEGIN.format(f"table-{name}") in text:
+            text = _replace(text, f"table-{name}", body)
+    return text
+
+
 def rendered() -> dict[Path, str]:
     """Every file the generated regions live in, with its new text."""
     out = {README: _replace(README.read_text(encoding="utf-8"), "claims", readme_table())}
     for exp_id in experiment_ids():
         page = PAPERS / f"{exp_id}.md"
         if page.is_file():
-            out[page] = _replace(page.read_text(encoding="utf-8"), "results", page_table(exp_id))
+            text = _replace(page.read_text(encoding="utf-8"), "results", page_table(exp_id))
+            out[page] = extra_tables(exp_id, text)
     return out
 
 

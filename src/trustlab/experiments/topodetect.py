@@ -404,6 +404,21 @@ QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-attack-moves", "pre-off-ceiling")
 KNOCKOUT: tuple[str, ...] = ("eps=0",)
 
 
+def TABLES(result: Result) -> dict[str, str]:  # noqa: N802 - the contract's name
+    """The power curve (power / type-I error per test and n, mean over seeds) as a markdown table."""
+    det = result.summary.get("detection", {})
+    ns = sorted({int(n) for v in det.values() for n in v})
+    if not ns:
+        return {}
+    claim_n = result.summary.get("n_claim")
+    head = "| test | " + " | ".join(f"n = {n}" + (" (claim)" if n == claim_n else "") for n in ns) + " |"
+    rows = [head, "|---" * (len(ns) + 1) + "|"]
+    for t, v in det.items():
+        cells = [f"{v[str(n)]['power']:.2f} / {v[str(n)]['type1']:.2f}" if str(n) in v else "-" for n in ns]
+        rows.append(f"| {t} | " + " | ".join(cells) + " |")
+    return {"power": "\n".join(rows)}
+
+
 def PLOTS(result: Result) -> dict[str, Any]:
     from trustlab.results.plots import line_plot, new_figure
 
