@@ -5,6 +5,7 @@ full forwards), the baselines on the shared trainer, the VaultGuard sandbox; Smo
 from __future__ import annotations
 
 import importlib.util
+import warnings
 
 import numpy as np
 import pytest
@@ -171,6 +172,24 @@ def test_lora_scope_on_tiny_llama_prunes_a_and_b(tiny):
     assert h.info.n_calibration == 6 and h.info.n_tokens > 0
     h.restore()
     assert state_dict_hash(tiny["pol"]) == before
+
+
+def test_a_ratio_that_rounds_to_zero_weights_is_named_in_a_warning(tiny):
+    """Issue 47: r = 4 and dense_ratio = 0.1 leave int(4 x 0.1) = 0 weights per lora_B row: each such module is
+    named in a PruneRoundingWarning and in info.rounded_to_zero, and lora_A (rows of 64 inputs) is still pruned."""
+    with pytest.warns(ad.PruneRoundingWarning, match="lora_B") as rec:
+        h = ad.Antidote(dense_ratio=0.1, calibration=tiny["pairs"]).apply(tiny["pol"], tokenizer=tiny["tok"])
+    try:
+        zero = h.info.rounded_to_zero
+        assert len(zero) == 6 and all("lora_B" in n for n in zero)
+        assert all(n in str(rec[0].message) for n in zero)
+        assert all(h.info.pruned_per_module[n] == 0 for n in zero)
+        assert all(v > 0 for n, v in h.info.pruned_per_module.items() if "lora_A" in n)
+    finally:
+        h.restore()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ad.PruneRoundingWarning)
+        ad.Antidote(dense_ratio=0.25, calibration=tiny["pairs"]).apply(tiny["pol"], tokenizer=tiny["tok"]).restore()
 
 
 def test_replay_statistics_equal_full_forwards(tiny):

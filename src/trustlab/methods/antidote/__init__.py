@@ -15,6 +15,7 @@ from trustlab.core.registry import METHODS
 _LAZY = {
     "PAPER": "_paper",
     "Antidote": "_prune", "MagnitudePrune": "_prune", "RandomPrune": "_prune", "PruneInfo": "_prune",
+    "PruneRoundingWarning": "_prune",
     "prune_targets": "_wanda", "collect_input_norms": "_wanda", "wanda_scores": "_wanda", "row_topk_mask": "_wanda",
     "LisaObjective": "_baselines", "LDIFSObjective": "_baselines", "choose_options": "_baselines",
     "SECRETS": "_sandbox", "HELD_OUT": "_sandbox", "TEMPLATE_SPLITS": "_sandbox", "VaultPrompts": "_sandbox",

@@ -22,7 +22,12 @@ from trustlab.core.hashing import content_hash
 from trustlab.core.roles import EditHandle, EditInfo, ModelEdit
 from trustlab.methods.antidote._paper import PAPER
 
-__all__ = ["Antidote", "MagnitudePrune", "RandomPrune", "PruneInfo"]
+__all__ = ["Antidote", "MagnitudePrune", "RandomPrune", "PruneInfo", "PruneRoundingWarning"]
+
+
+class PruneRoundingWarning(UserWarning):
+    """``dense_ratio`` rounds to zero weights per row in some target modules (rows shorter than
+    ``1 / dense_ratio``, e.g. LoRA's ``lora_B`` whose rows have ``r`` entries): those modules are not pruned."""
 
 
 @dataclass
@@ -36,6 +41,8 @@ class PruneInfo(EditInfo):
     n_masked: int = 0
     n_pruned: int = 0
     pruned_per_module: dict[str, int] = field(default_factory=dict)
+    #: target modules where int(in_features * dense_ratio) = 0, so no weight of theirs can be pruned
+    rounded_to_zero: list[str] = field(default_factory=list)
     n_calibration: int = 0
     n_tokens: int = 0
     stats_time_s: float = 0.0
@@ -56,6 +63,21 @@ _COMMON: dict[str, list[Any]] = {
     "dense_ratio": [Interval("real", 0, 1, closed="neither")], "scope": [Options(("lora", "merged"))],
     "modules": [list, tuple], "layers": [list, tuple, str, None],
 }
+
+
+def _warn_rounding(owner: str, dense_ratio: float, scores: dict[str, Any]) -> list[str]:
+    """Names of the target modules whose rows are too short for ``dense_ratio`` to prune one weight, with a
+    :class:`PruneRoundingWarning` naming each of them (issue 47)."""
+    import warnings
+
+    zero = sorted(n for n, s in scores.items() if int(s.shape[1] * float(dense_ratio)) == 0)
+    if zero:
+        widths = sorted({int(scores[n].shape[1]) for n in zero})
+        warnings.warn(f"{owner}: dense_ratio={dense_ratio} prunes no weight in {len(zero)} of {len(scores)} target "
+                      f"module(s), whose rows have {widths} input(s) (int(in_features * dense_ratio) = 0; e.g. LoRA's "
+                      f"lora_B, whose rows have r entries): {', '.join(zero)}. Raise dense_ratio to >= "
+                      f"{1 / min(widths):.3g} or the LoRA rank to prune them.", PruneRoundingWarning, stacklevel=4)
+    return zero
 
 
 class _Prune(ModelEdit):
@@ -83,6 +105,7 @@ class _Prune(ModelEdit):
         scores = self._scores(model, targets, info, tokenizer)
         t1 = time.perf_counter()
         masks = {n: row_topk_mask(s, self.dense_ratio) for n, s in scores.items()}
+        info.rounded_to_zero = _warn_rounding(type(self).__name__, self.dense_ratio, scores)
         per_module: dict[str, int] = {}
         with torch.no_grad():
             for n, mod in targets.items():
