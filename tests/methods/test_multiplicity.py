@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from trustlab.core.exceptions import ConfigError, InputError
+from trustlab.core.exceptions import ConfigError, InputError, TrustlabError
 from trustlab.methods.multiplicity import (
     MultiplicityAudit,
     TabularLLM,
@@ -192,6 +192,28 @@ def test_classifier_fits_predicts_and_refuses_bad_tables(backbone, fitted, table
                                  random_state=1).fit(X, y)
     assert not np.allclose(other.predict_proba(X), p)
     np.testing.assert_allclose(fitted.predict_proba(X), p, atol=1e-6)
+
+
+def test_prior_calibrates_each_models_positive_rate(backbone, fitted, table):
+    """Issue 47: prior=q shifts the yes/no margin so that a fraction q of the training rows is predicted positive;
+    predict_proba, MC dropout and S's probability path all use the shifted logits."""
+    from trustlab.methods.multiplicity import local_stability
+
+    X, y = table
+    kw = {"backbone": backbone, "steps": 4, "batch_size": 4, "columns": ["a", "b", "c"], "random_state": 0}
+    for q in (0.25, 0.5):
+        cal = TabularLLMClassifier(**kw, prior=q).fit(X, y)
+        rate = float((cal.predict_proba(X)[:, 1] > 0.5).mean())
+        assert abs(rate - q) <= 1.5 / len(y), (q, rate)
+        assert cal.offset_ != 0.0 and fitted.offset_ == 0.0
+    raw = fitted.predict_proba(X)
+    cal = TabularLLMClassifier(**kw, prior=0.5).fit(X, y)
+    z_raw, z_cal = np.log(raw[:, 1] / raw[:, 0]), np.log(cal.predict_proba(X)[:, 1] / cal.predict_proba(X)[:, 0])
+    np.testing.assert_allclose(z_raw - z_cal, cal.offset_, atol=1e-4)  # the same model, shifted
+    res = local_stability(cal, X[:4], k=2, sigma=1e-7, random_state=0)
+    np.testing.assert_allclose(res.f_x, cal.predict_proba(X[:4]).max(1), atol=1e-5)
+    with pytest.raises(TrustlabError, match="prior"):
+        TabularLLMClassifier(**kw, prior=1.5).fit(X, y)
 
 
 def test_replay_states_reproduce_the_hidden_states(backbone, fitted, table):

