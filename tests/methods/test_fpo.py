@@ -302,6 +302,44 @@ def test_aligner_on_jsonl_and_restore(tiny, tmp_path):
         al.apply(model, [1, 2], tiny[1])
 
 
+def test_aligner_takes_a_pretrained_sae_and_warns_when_the_feature_term_is_negligible(tiny):
+    """Issue 47: a user's SAE (object or state dict, both layouts) is used as given (no training), a wrong width is
+    refused, and a feature term under 10 % of the loss gradient at step 0 warns (alpha tiny), unlike alpha = 0."""
+    import torch
+
+    from trustlab.data.prefs import make_preferences
+    from trustlab.llm import tiny_random_llama
+
+    data = make_preferences(8, random_state=0)
+    width = tiny_random_llama(n_layers=2, tokenizer=tiny[1])[0].config.hidden_size
+    g = torch.Generator().manual_seed(0)
+    state = {"W_enc": torch.randn(width, 32, generator=g), "W_dec": torch.randn(32, width, generator=g),
+             "b_enc": torch.zeros(32), "b_dec": torch.zeros(width)}
+    linear = {"encoder.weight": state["W_enc"].T, "encoder.bias": state["b_enc"],
+              "decoder.weight": state["W_dec"].T, "decoder.bias": state["b_dec"]}
+    a, b = fpo.SparseAutoencoder.from_state_dict(state, k=4), fpo.SparseAutoencoder.from_state_dict(linear, k=4)
+    x = torch.randn(3, width, generator=g)
+    assert torch.equal(a.encode(x), b.encode(x)) and a.width == 32 and a.k == 4
+    kw = {"k": 4, "sae_k": 4, "layers": "top1", "r": 2, "steps": 2, "batch_size": 2, "random_state": 0}
+    for sae in (a, state):
+        model = tiny_random_llama(n_layers=2, tokenizer=tiny[1])[0]
+        al = fpo.FPOAligner(sae=sae, alpha=1e-12, **kw)
+        with pytest.warns(fpo.FeatureTermWarning, match="gradient"):
+            h = al.apply(model, data, tiny[1])
+        assert h.info.sae_given and h.info.feature_grad_share < 0.10
+        assert al.sae_.width == 32 and torch.equal(al.sae_.W_enc.detach(), state["W_enc"])
+        h.restore()
+    model = tiny_random_llama(n_layers=2, tokenizer=tiny[1])[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fpo.FeatureTermWarning)
+        fpo.FPOAligner(sae=a, alpha=0.0, **kw).apply(model, data, tiny[1]).restore()
+    bad = fpo.SparseAutoencoder(width + 1, 8, k=2)
+    with pytest.raises(InputError, match="d_in"):
+        fpo.FPOAligner(sae=bad, **kw).apply(model, data, tiny[1])
+    with pytest.raises(InputError, match="W_enc"):
+        fpo.SparseAutoencoder.from_state_dict({"weights": torch.zeros(2, 2)})
+
+
 # -- real SmolLM2 -------------------------------------------------------------------------------------------
 @pytest.mark.llm
 def test_smollm2_sae_and_offline_equals_online(smollm2):
@@ -361,7 +399,7 @@ def setup_ref(fwd):
 
 def test_feature_share_premise_is_zero_without_the_feature_term_and_grows_with_alpha(setup):
     """The quantity of fpo's pre-feature-term: 0 at alpha = 0 (the KNOCKOUT), larger at a larger alpha."""
-    from trustlab.experiments._fpo_premises import feature_share
+    from trustlab.methods.fpo._diagnostics import feature_share
 
     kw = {"k": 4, "reference": "online", "features": "online", "units": "normalised"}  # raw units saturate here
     shares = []

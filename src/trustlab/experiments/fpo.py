@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.experiments._fpo_premises import feature_share
 from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.fpo import PAPER as PAPER
+from trustlab.methods.fpo._diagnostics import feature_share
 from trustlab.results.result import Result
 
 TITLE = "FPO: SAE feature-level constrained preference optimisation vs DPO / SimPO / TDPO-2 (SmolLM2-135M)"

@@ -19,6 +19,7 @@ _LAZY = {
     "feature_distance": "_loss", "fpo_loss": "_loss", "tdpo_loss": "_loss",
     "FeatureCache": "_cache", "pooled_features": "_cache",
     "FPOObjective": "_objective", "TDPOObjective": "_objective", "PostNormSAEWarning": "_objective",
+    "FeatureTermWarning": "_diagnostics",
     "KLEval": "_evaluate", "reference_kl": "_evaluate", "feature_mse": "_evaluate",
 }
 

@@ -83,6 +83,44 @@ class SparseAutoencoder(torch.nn.Module):
         self.b_dec = torch.nn.Parameter(torch.zeros(d_in))
         self.register_buffer("scale", torch.tensor(float(scale)))
 
+    @classmethod
+    @validate_args(_example=lambda: {"state": {"W_enc": np.zeros((4, 8)), "W_dec": np.zeros((8, 4))}, "k": 2},
+                   state=[dict], k=_POS_INT, kind=[Options(("topk", "relu"))],
+                   scale=[None, Interval(float, 0, None, closed="neither")])
+    def from_state_dict(cls, state: dict[str, Any], *, k: int = 32, kind: str = "topk",
+                        scale: float | None = None) -> SparseAutoencoder:
+        """An SAE from a pretrained state dict: ``W_enc [d_in, width]``, ``W_dec [width, d_in]``, ``b_enc``,
+        ``b_dec`` (SAELens-style; an optional ``scale``), or ``encoder.weight [width, d_in]``, ``encoder.bias``,
+        ``decoder.weight [d_in, width]``, ``decoder.bias`` (two ``torch.nn.Linear``). ``scale`` (default: the
+        dict's, else 1) multiplies the activations before encoding."""
+        if not isinstance(state, dict):
+            raise InputError(f"The 'state' argument of SparseAutoencoder.from_state_dict must be a dict. Got "
+                             f"{type(state).__name__} instead.")
+        t = {key: torch.as_tensor(v, dtype=torch.float32) for key, v in state.items()
+             if not isinstance(v, str | bytes)}
+        if {"W_enc", "W_dec"} <= set(t):
+            w_enc, w_dec = t["W_enc"], t["W_dec"]
+            b_enc, b_dec = t.get("b_enc"), t.get("b_dec")
+        elif {"encoder.weight", "decoder.weight"} <= set(t):
+            w_enc, w_dec = t["encoder.weight"].T, t["decoder.weight"].T
+            b_enc, b_dec = t.get("encoder.bias"), t.get("decoder.bias")
+        else:
+            raise InputError("The 'state' argument of SparseAutoencoder.from_state_dict must hold W_enc and W_dec "
+                             "(or encoder.weight and decoder.weight). Got keys "
+                             f"{sorted(state)[:8]!r} instead.")
+        d_in, width = w_enc.shape if w_enc.ndim == 2 else (0, 0)
+        if w_enc.ndim != 2 or tuple(w_dec.shape) != (width, d_in):
+            raise InputError(f"SparseAutoencoder.from_state_dict: W_enc {tuple(w_enc.shape)} and W_dec "
+                             f"{tuple(w_dec.shape)} must be [d_in, width] and [width, d_in].")
+        s = float(scale if scale is not None else t["scale"]) if (scale is not None or "scale" in t) else 1.0
+        sae = cls(int(d_in), int(width), k=min(int(k), int(width)), kind=kind, scale=s)
+        with torch.no_grad():
+            sae.W_enc.copy_(w_enc)
+            sae.W_dec.copy_(w_dec)
+            sae.b_enc.copy_(b_enc if b_enc is not None else torch.zeros(width))
+            sae.b_dec.copy_(b_dec if b_dec is not None else torch.zeros(d_in))
+        return sae
+
     def _check_input(self, x: Any) -> None:
         if not isinstance(x, torch.Tensor) or x.shape[-1] != self.d_in:
             got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
