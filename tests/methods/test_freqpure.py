@@ -380,7 +380,7 @@ def test_registry_lists_the_methods_with_their_roles():
 
     mine = {n: METHODS.entry(n).meta["role"] for n in METHODS.names() if METHODS.entry(n).meta.get("paper") == "freqpure"}
     assert mine == {"DiffPure": "purifier", "FreqPure": "purifier", "TransferPGD": "attack", "PGDEOT": "attack",
-                    "BPDAEOT": "attack", "SurrogatePGDEOT": "attack"}
+                    "BPDAEOT": "attack", "SurrogatePGDEOT": "attack", "AutoAttackRand": "attack"}
 
 
 # -- experiment ------------------------------------------------------------------------------------------------
@@ -441,7 +441,8 @@ def test_default_radius_scales_with_the_image_side_and_auto_resolves_to_it():
 
 
 def test_evaluate_defence_defaults_include_the_surrogate_attack_for_diffusion_purifiers():
-    assert fp.default_attacks(fp.FreqPure()) == ["transfer", "pgd_eot", "bpda_eot", "surrogate_pgd_eot"]
+    assert fp.default_attacks(fp.FreqPure()) == ["transfer", "pgd_eot", "bpda_eot", "autoattack_rand",
+                                                 "surrogate_pgd_eot"]
     assert fp.default_attacks(fp.DiffPure())[-1] == "surrogate_pgd_eot"
 
     class Plain:  # a user's own differentiable purifier without diffusion levels
@@ -451,4 +452,27 @@ def test_evaluate_defence_defaults_include_the_surrogate_attack_for_diffusion_pu
         def purify_tensor(self, x, generator=None):
             return x
 
-    assert fp.default_attacks(Plain()) == ["transfer", "pgd_eot", "bpda_eot"]
+    assert fp.default_attacks(Plain()) == ["transfer", "pgd_eot", "bpda_eot", "autoattack_rand"]
+
+
+def test_autoattack_rand_attacks_the_defended_model_within_the_budget():
+    """Issue 40: AutoAttack's rand version (torchattacks) on classifier(purifier(x)); within budget, seeded, and
+    at least as strong as doing nothing; on the bare classifier it fools more than a random perturbation."""
+    from trustlab.methods.freqpure._attacks import _tiny_classifier
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((6, 1, 16, 16)), rng.integers(0, 10, 6)
+    clf = _tiny_classifier()
+    with torch.no_grad():
+        y = clf(torch.as_tensor(X, dtype=torch.float32)).argmax(1).numpy()  # labels the classifier gets right
+    pur = fp.FreqPure(t_star=10, steps=1, rounds=1, r_amp=1.5, r_phase=1.5, votes=1)
+    kw = {"steps": 5, "eot": 2, "random_state": 0}
+    a = fp.AutoAttackRand(classifier=clf, purifier=pur, **kw).generate((X, y), 0.1)
+    b = fp.AutoAttackRand(classifier=clf, purifier=pur, **kw).generate((X, y), 0.1)
+    assert a.cost.max() <= 0.1 + 1e-12 and np.array_equal(a.outputs, b.outputs)
+    assert a.info["gradient"] == "full" and a.info["eot"] == 2
+    assert fp.AutoAttackRand().get_params()["steps"] == 10 and fp.AutoAttackRand().get_params()["eot"] == 20
+    bare = fp.AutoAttackRand(classifier=clf, **kw).generate((X, y), 0.1)
+    assert bare.success.mean() > 0.5 and bare.info["gradient"] == "classifier"
+    l2 = fp.AutoAttackRand(classifier=clf, norm="l2", **kw).generate((X, y), 1.0)
+    assert l2.cost.max() <= 1.0 + 1e-9

@@ -8,7 +8,8 @@ when a name below is used.
 * Purifiers: :class:`FreqPure` (ASE + PSP, ``reference``/``projection`` switches, multi-round, votes) and
   :class:`DiffPure` (Nie et al. 2022, DDPM/DDIM discretisation); ``purify_tensor`` is differentiable.
 * Attacks: :class:`TransferPGD` (torchattacks), :class:`PGDEOT` (full gradient through the purifier),
-  :class:`BPDAEOT`, :class:`SurrogatePGDEOT`; L-inf and L2, budget always respected.
+  :class:`BPDAEOT`, :class:`SurrogatePGDEOT`, :class:`AutoAttackRand` (torchattacks' AutoAttack, rand version);
+  L-inf and L2, budget always respected.
 * :func:`evaluate_defence` (clean, transfer and adaptive accuracy in one table), :func:`defended_predict`.
 * :func:`spectral_damage` (per-radius amplitude/phase damage) and the FFT pieces (:func:`freq_guide`...).
 * The diffusion model: :class:`EpsUNet`, :class:`DiffusionModel`, :func:`train_ddpm`, :func:`save_ddpm`,
@@ -24,6 +25,7 @@ _LAZY = {
     "PAPER": "_paper",
     "DiffPure": "_purify", "FreqPure": "_purify",
     "TransferPGD": "_attacks", "PGDEOT": "_attacks", "BPDAEOT": "_attacks", "SurrogatePGDEOT": "_attacks",
+    "AutoAttackRand": "_attacks",
     "DefenceReport": "_evaluate",
     "defended_predict": "_evaluate", "evaluate_defence": "_evaluate", "default_attacks": "_evaluate",
     "spectral_damage": "_spectral", "amplitude_phase": "_spectral",
@@ -36,7 +38,8 @@ _LAZY = {
 }
 
 METHODS.register_exports(__name__, _LAZY, ["DiffPure", "FreqPure"], paper="freqpure", role="purifier")
-METHODS.register_exports(__name__, _LAZY, ["TransferPGD", "PGDEOT", "BPDAEOT", "SurrogatePGDEOT"], paper="freqpure",
+METHODS.register_exports(__name__, _LAZY, ["TransferPGD", "PGDEOT", "BPDAEOT", "SurrogatePGDEOT", "AutoAttackRand"],
+                         paper="freqpure",
                          role="attack")
 
 __all__ = sorted(_LAZY)

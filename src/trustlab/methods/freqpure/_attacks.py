@@ -32,7 +32,7 @@ from trustlab.methods.freqpure._paper import PAPER
 
 torch = require("torch", purpose="trustlab.methods.freqpure")
 
-__all__ = ["TransferPGD", "PGDEOT", "BPDAEOT", "SurrogatePGDEOT", "project"]
+__all__ = ["TransferPGD", "PGDEOT", "BPDAEOT", "SurrogatePGDEOT", "AutoAttackRand", "project"]
 
 _PURIFIER = Satisfies(lambda v: callable(getattr(v, "purify_tensor", None)) and hasattr(v, "get_params"),
                       "a purifier with a differentiable purify_tensor (DiffPure, FreqPure)", [object(), "diffpure", 3])
@@ -339,3 +339,70 @@ class SurrogatePGDEOT(PGDEOT):
     def _gradient(self, x: Any, y: Any, gen: Any) -> Any:
         return self._eot_gradient(x, y, lambda v: self._surrogate.purify_tensor(v, generator=gen))
 
+
+
+class _Defended(torch.nn.Module):
+    """``classifier(purifier(x))`` as one (stochastic) model, for attacks that take a model (torchattacks)."""
+
+    def __init__(self, classifier: Any, purifier: Any, gen: Any) -> None:
+        super().__init__()
+        self.classifier, self._purifier, self._gen = classifier, purifier, gen
+
+    def forward(self, x: Any) -> Any:
+        if self._purifier is not None:
+            x = self._purifier.purify_tensor(x, generator=self._gen).float()
+        return self.classifier(x)
+
+
+class AutoAttackRand(_AttackBase):
+    """AutoAttack's ensemble for randomised defences (Croce & Hein, 2020; torchattacks' ``AutoAttack(version=
+    "rand")``): torchattacks' APGD-CE and APGD-DLR, each averaging ``eot`` EOT gradients over ``steps`` steps,
+    combined by torchattacks' ``MultiAttack`` (per image, the first attack that fools the model is kept), run on
+    ``classifier(purifier(x))`` as one stochastic model (``purifier=None``: the classifier alone). The defaults
+    are torchattacks' rand version (10 steps, 20 EOT iterations, 1 restart).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.methods.freqpure._attacks import _tiny_classifier
+    >>> X, y = np.random.default_rng(0).random((2, 1, 16, 16)), np.array([1, 2])
+    >>> res = AutoAttackRand(classifier=_tiny_classifier(), steps=2, eot=1, random_state=0).generate((X, y), 0.05)
+    >>> bool(res.cost.max() <= 0.05)
+    True
+    """
+
+    _constraints: ClassVar[dict[str, list[Any]]] = {
+        "classifier": [torch.nn.Module], "purifier": [_PURIFIER, None], "norm": [Options(("linf", "l2"))],
+        "steps": [Interval(int, 1, None)], "eot": [Interval(int, 1, None)], "batch_size": [Interval(int, 1, None)],
+        "random_state": ["random_state"]}
+    _gradient_kind: ClassVar[str] = "full"
+
+    def __init__(self, *, classifier: Any = None, purifier: Any = None, norm: str = "linf", steps: int = 10,
+                 eot: int = 20, batch_size: int = 64, random_state: Any = None) -> None:
+        self.classifier = classifier
+        self.purifier = purifier
+        self.norm = norm
+        self.steps = steps
+        self.eot = eot
+        self.batch_size = batch_size
+        self.random_state = random_state
+
+    @classmethod
+    def _get_test_params(cls) -> list[dict[str, Any]]:
+        from trustlab.methods.freqpure._purify import FreqPure
+
+        pur = FreqPure(t_star=10, steps=1, rounds=1, r_amp=1.5, r_phase=1.5, votes=1)
+        return [{"classifier": _tiny_classifier(), "purifier": pur, "steps": 1, "eot": 1, "random_state": 0},
+                {"classifier": _tiny_classifier(1), "norm": "l2", "steps": 2, "eot": 1}]
+
+    def _attack_batch(self, x: np.ndarray, y: np.ndarray, budget: float, gen: Any) -> np.ndarray:
+        ta = require("torchattacks", purpose="AutoAttackRand (AutoAttack's rand version)")
+        model = _Defended(self.classifier, self.purifier, gen).eval()
+        xt = torch.as_tensor(x, dtype=torch.float32)
+        norm = "Linf" if self.norm == "linf" else "L2"
+        seeds = [int(v) for v in torch.randint(0, 2**31 - 1, (2,), generator=gen)]
+        kw = {"norm": norm, "eps": float(budget), "steps": int(self.steps), "eot_iter": int(self.eot), "n_restarts": 1}
+        atk = ta.MultiAttack([ta.APGD(model, loss="ce", seed=seeds[0], **kw),
+                              ta.APGD(model, loss="dlr", seed=seeds[1], **kw)])
+        adv = atk(xt, torch.as_tensor(y)).detach().numpy().astype(np.float64)
+        return np.where(np.isfinite(adv), adv, x)

@@ -15,7 +15,14 @@ from trustlab.core.constraints import Interval, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.optional import require
 from trustlab.core.seeding import torch_generator
-from trustlab.methods.freqpure._attacks import _PURIFIER, BPDAEOT, PGDEOT, SurrogatePGDEOT, TransferPGD
+from trustlab.methods.freqpure._attacks import (
+    _PURIFIER,
+    BPDAEOT,
+    PGDEOT,
+    AutoAttackRand,
+    SurrogatePGDEOT,
+    TransferPGD,
+)
 
 torch = require("torch", purpose="trustlab.methods.freqpure")
 
@@ -24,7 +31,7 @@ __all__ = ["DefendedPrediction", "AttackRow", "DefenceReport", "defended_predict
 
 #: attack names accepted by evaluate_defence (all but "transfer" are adaptive: they see the purifier)
 ATTACKS: dict[str, type] = {"transfer": TransferPGD, "pgd_eot": PGDEOT, "bpda_eot": BPDAEOT,
-                            "surrogate_pgd_eot": SurrogatePGDEOT}
+                            "surrogate_pgd_eot": SurrogatePGDEOT, "autoattack_rand": AutoAttackRand}
 
 
 @dataclass(frozen=True)
@@ -162,10 +169,11 @@ def _purifier_example() -> dict[str, Any]:
 
 @validate_args(_example=_purifier_example, purifier=[_PURIFIER])
 def default_attacks(purifier: Any) -> list[str]:
-    """The attacks :func:`evaluate_defence` runs when none are given: transfer PGD, PGD-EOT and BPDA-EOT, and
+    """The attacks :func:`evaluate_defence` runs when none are given: transfer PGD, PGD-EOT, BPDA-EOT and
+    AutoAttack's rand version (torchattacks; issue 40), and
     ``surrogate_pgd_eot`` (PGD-EOT through a one-round surrogate process) for a purifier with ``t_star``,
     ``steps`` and ``rounds`` parameters (DiffPure, FreqPure), the only kind it can attack."""
-    names = ["transfer", "pgd_eot", "bpda_eot"]
+    names = ["transfer", "pgd_eot", "bpda_eot", "autoattack_rand"]
     if {"t_star", "steps", "rounds"} <= set(purifier.get_params(deep=False)):
         names.append("surrogate_pgd_eot")
     return names
