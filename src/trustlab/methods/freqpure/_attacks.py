@@ -389,11 +389,7 @@ class AutoAttackRand(_AttackBase):
 
     @classmethod
     def _get_test_params(cls) -> list[dict[str, Any]]:
-        from trustlab.methods.freqpure._purify import FreqPure
-
-        pur = FreqPure(t_star=10, steps=1, rounds=1, r_amp=1.5, r_phase=1.5, votes=1)
-        return [{"classifier": _tiny_classifier(), "purifier": pur, "steps": 1, "eot": 1, "random_state": 0},
-                {"classifier": _tiny_classifier(1), "norm": "l2", "steps": 2, "eot": 1}]
+        return PGDEOT._get_test_params()  # the same parameter names: a tiny purifier, then none (L2)
 
     def _attack_batch(self, x: np.ndarray, y: np.ndarray, budget: float, gen: Any) -> np.ndarray:
         ta = require("torchattacks", purpose="AutoAttackRand (AutoAttack's rand version)")
