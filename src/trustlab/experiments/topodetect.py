@@ -12,10 +12,6 @@ Claims (pre-registered here and in docs/papers/topodetect.md before the first de
 * C1b: the same for MK-H0 and (when computed) TP-H1 with |rho| >= 0.8.
 * C1u (secondary, reported): the unimodal control, |rho| of the image cloud's own TP-H0 (no threshold).
 * C2 (calibration): every test's type-I error (clean vs clean, alpha = 0.05, mean over seeds) <= 0.10 at every n.
-Issue 40: the topological feature comes from the joint image+text cloud (``topo_view``); the claim's n
-(``n_claim``) is chosen by the pilot rule (scripts/topodetect_pilot.py) and is where C4, C4f, C4u and
-pre-off-ceiling are judged; the power curve covers every n of ``ns``; 5 seeds (one kernel fit each).
-
 * C3 (power sanity): at the largest n, trained SAMMD's power >= 0.5 and > untrained MMD-G's (mean over seeds).
 * C4 (the paper's claim): at the claim's n, topology-augmented SAMMD power >= SAMMD power + 0.10 (mean over
   seeds) with its type-I error (mean over seeds) <= 0.10.
@@ -23,6 +19,10 @@ pre-off-ceiling are judged; the power curve covers every n of ``ns``; 5 seeds (o
 * C4u (secondary): does the signal come from the cross-modal contrast? cross-modal TC-SAMMD power - unimodal
   TC-SAMMD power (features from the image cloud alone) >= 0.05 at the claim's n.
 * C5: the differentiable H0 path's autograd gradient matches central finite differences (relative error < 1e-6).
+
+Issue 40: the topological feature comes from the joint image+text cloud (``topo_view``); the claim's n
+(``n_claim``) is chosen by the pilot rule (scripts/topodetect_pilot.py) and is where C4, C4f, C4u and
+pre-off-ceiling are judged; the power curve covers every n of ``ns``; 5 seeds (one kernel fit each).
 """
 
 from __future__ import annotations

@@ -93,9 +93,6 @@ class SparseAutoencoder(torch.nn.Module):
         ``b_dec`` (SAELens-style; an optional ``scale``), or ``encoder.weight [width, d_in]``, ``encoder.bias``,
         ``decoder.weight [d_in, width]``, ``decoder.bias`` (two ``torch.nn.Linear``). ``scale`` (default: the
         dict's, else 1) multiplies the activations before encoding."""
-        if not isinstance(state, dict):
-            raise InputError(f"The 'state' argument of SparseAutoencoder.from_state_dict must be a dict. Got "
-                             f"{type(state).__name__} instead.")
         t = {key: torch.as_tensor(v, dtype=torch.float32) for key, v in state.items()
              if not isinstance(v, str | bytes)}
         if {"W_enc", "W_dec"} <= set(t):
@@ -112,7 +109,7 @@ class SparseAutoencoder(torch.nn.Module):
         if w_enc.ndim != 2 or tuple(w_dec.shape) != (width, d_in):
             raise InputError(f"SparseAutoencoder.from_state_dict: W_enc {tuple(w_enc.shape)} and W_dec "
                              f"{tuple(w_dec.shape)} must be [d_in, width] and [width, d_in].")
-        s = float(scale if scale is not None else t["scale"]) if (scale is not None or "scale" in t) else 1.0
+        s = float(scale) if scale is not None else float(t.get("scale", 1.0))
         sae = cls(int(d_in), int(width), k=min(int(k), int(width)), kind=kind, scale=s)
         with torch.no_grad():
             sae.W_enc.copy_(w_enc)

@@ -236,7 +236,7 @@ def _features(img: np.ndarray, txt: np.ndarray, rimg: np.ndarray, rtxt: np.ndarr
         hit = ((a == 0) | (b == 0)) & (ell > 0)
         blk, other, ell = blk[hit], np.where(a[hit] == 0, b[hit], a[hit]), ell[hit]
         smp = own[blk]
-        vec = _other_points(other, idx[sl][blk], smp, size, UR, T, TR) if joint else UR[idx[sl][blk, other - 1]]
+        vec = _other_points(other, idx[sl][blk], smp, size, UR, T, TR)  # image-only clouds: references only
         coef = sign[blk] * alpha * ell ** (alpha - 1.0) / ell
         np.add.at(grad_u, smp, coef[:, None] * (U[smp] - vec))
     gu = grad_u / m
@@ -245,7 +245,7 @@ def _features(img: np.ndarray, txt: np.ndarray, rimg: np.ndarray, rtxt: np.ndarr
 
 def _other_points(other: np.ndarray, rows: np.ndarray, smp: np.ndarray, N: int, UR: np.ndarray, T: np.ndarray,
                   TR: np.ndarray) -> np.ndarray:
-    """The far end of each tree edge at x's image in a joint cloud: a reference image (1..N-1), x's own text
+    """The far end of each tree edge at x's image: a reference image (1..N-1) or, in a joint cloud, x's own text
     (N) or a reference text (N+1..2N-1)."""
     out = np.empty((len(other), UR.shape[1]))
     img, own_txt, ref_txt = other < N, other == N, other > N
