@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 
 import numpy as np
 import pytest
@@ -119,14 +120,72 @@ def test_experiment_premises_read_the_recorded_quantities():
         r.add(arm=arm, layer=27, seed=0, metric="loss_first3", value=4.0)
         r.add(arm=arm, layer=27, seed=0, metric="loss_last3", value=3.8 if arm == "loreft" else 2.0)
     r.add(arm="loreft", layer=27, seed=0, metric="accuracy", perturbation="clean", level=0.0,
-          inference="deterministic", value=0.05)
+          inference="deterministic", value=0.03)
     r.add(arm="dreft_sigmoid", layer=27, seed=0, metric="sigma", value=0.3)
     assert exp._pre_loss(r).passed is False  # LoReFT fell by 5 % only
-    assert exp._pre_learned_late(r).passed is False  # 5 % exact match: the floor
+    assert exp._pre_learned_late(r).passed is False  # +3 points over zero-shot: below the 5-point premise
+    assert exp._pre_zero_shot(r).passed is False  # zero-shot 0 %: the task is at the floor
     assert exp._pre_sigma(r).passed is True
     assert exp._pre_learned_early(r).passed is None  # layer-0 arms not run
     empty = Result("dint", "", cfg)
     assert exp._pre_loss(empty).passed is None and exp._pre_sigma(empty).passed is None
+
+
+def test_c2_is_a_paired_interval_over_items_and_seeds():
+    """C2 reads per-item scores: a D-ReFT equal to LoReFT passes, one that trails by 10 items in 100 fails, one
+    that trails by 1 item fails too (the interval over 100 items is wider than the 2-point margin); a missing seed
+    gives None."""
+    from trustlab.experiments import dint as exp
+    from trustlab.experiments._dint_jobs import paired_lower
+    from trustlab.results.result import Result
+
+    cfg = exp.Config(seeds=(0, 1, 2), n_test=100).to_dict()
+
+    def result(dreft_wrong: int) -> Result:
+        r = Result("dint", "", cfg)
+        lo = [1.0] * 60 + [0.0] * 40
+        dr = [0.0] * dreft_wrong + [1.0] * (60 - dreft_wrong) + [0.0] * 40
+        r.summary["items"] = {f"{a}|0|{s}|{m}|clean": v for s in (0, 1, 2)
+                              for a, m, v in (("loreft", "deterministic", lo), ("dreft_clamp", "sample", dr))}
+        return r
+
+    ok, one, bad = exp._c2(result(0)), exp._c2(result(1)), exp._c2(result(10))
+    assert ok.passed is True and ok.observed == 0
+    assert one.passed is False and -5 < one.observed < -2
+    assert bad.passed is False and bad.observed < -10
+    r = result(1)
+    del r.summary["items"]["loreft|0|2|deterministic|clean"]
+    assert exp._c2(r).passed is None
+    # the bound is below the mean and tightens with more items
+    d = np.r_[np.zeros(90), -np.ones(10)]
+    assert paired_lower([d]) < paired_lower([np.tile(d, 10)]) < -0.1
+
+
+def test_digit_sums_test_pairs_are_never_trained():
+    tr, te = dint.digit_sums(500, random_state=0), dint.digit_sums(200, split="test", random_state=1)
+    para = dint.digit_sums(50, split="paraphrase", random_state=2)
+
+    def pair(prompt):
+        return tuple(int(x) for x in re.findall(r"\d+", prompt)[:2])
+
+    def pairs(d):
+        return {pair(p) for p in d.prompts}
+
+    either = dint.SUM_TEST_PAIRS | {(b, a) for a, b in dint.SUM_TEST_PAIRS}  # one paraphrase names b first
+    assert not pairs(tr) & pairs(te) and pairs(te) <= dint.SUM_TEST_PAIRS and pairs(para) <= either
+    assert all(int(a) == sum(pair(q)) for a, q in zip(te.answers, te.prompts, strict=True))
+    assert not set(tr.family) & set(para.family)
+    assert not any(ch.isdigit() for p in dint.digit_sums(10, shift="number_words").prompts for ch in p)
+
+
+def test_item_scores_average_to_accuracy(tiny):
+    model, tok = tiny
+    ev = dint.InterventionEvaluator(model, tok, batch_size=4)
+    task = dint.digit_sums(6, split="test", random_state=0)
+    iv = dint.DReFT(layer=1, rank=2, random_state=0)
+    s = ev.item_scores(task, iv, inference="sample", n_draws=2, random_state=3)
+    assert s.shape == (6,) and ((s >= 0) & (s <= 1)).all()
+    assert ev.accuracy(task, iv, inference="sample", n_draws=2, random_state=3)[0] == pytest.approx(s.mean())
 
 
 def test_r_stays_orthonormal_after_training(tiny):

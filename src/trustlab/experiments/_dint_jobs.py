@@ -36,11 +36,26 @@ def unit_job(cfg: Any, unit: tuple[str, int, int]) -> dict[str, Any]:
     model, tok, tasks, ev, load_s = setup(cfg)
     res = Result("dint", "", {})
     timing: dict[str, float] = {}
+    items: dict[str, list[float]] = {}
     arm, layer, seed = unit
     if arm == "zero_shot":
-        zs, _ = ev.accuracy(tasks["test"])
+        zs = ev.item_scores(tasks["test"])
+        items["zero_shot|-1|-1|deterministic|clean"] = [float(x) for x in zs]
         res.add(arm="zero_shot", layer=-1, seed=-1, metric="accuracy", perturbation="clean", level=0.0,
-                inference="deterministic", value=zs)
+                inference="deterministic", value=float(zs.mean()))
     else:
-        _arm(cfg, res, ev, model, tok, tasks, arm, layer, seed, timing)
-    return {"records": res.records, "timing": timing, "load_s": load_s}
+        _arm(cfg, res, ev, model, tok, tasks, arm, layer, seed, timing, items)
+    return {"records": res.records, "timing": timing, "load_s": load_s, "items": items}
+
+
+def paired_lower(diffs: list[Any], *, alpha: float = 0.05, n_boot: int = 2000, random_state: int = 0) -> float:
+    """One-sided (1 - alpha) lower bound of the mean over seeds of the mean per-item difference: a paired
+    bootstrap over the test items (every seed scores the same items, so one resample of item indices is applied
+    to every seed's difference vector); seeds are fixed effects, averaged in every resample."""
+    import numpy as np
+
+    d = np.asarray(diffs, dtype=float)  # (seeds, items)
+    rng = np.random.default_rng(random_state)
+    idx = rng.integers(0, d.shape[1], size=(n_boot, d.shape[1]))
+    means = d[:, idx].mean(axis=(0, 2))
+    return float(np.quantile(means, alpha))

@@ -39,8 +39,10 @@ ARMS = ("loreft", "dreft_clamp", "dreft_sigmoid")
 class Config(ExperimentConfig):
     model: str = "smollm2-135m-instruct"  # or "tiny" (random 4-block llama, SmolLM2 tokenizer)
     system: str = "Answer briefly."
+    # issue 47: the task by the pilot's rule (scripts/dint_pilot.py, stage 2); ArithLite was at the floor (0 %)
+    task: str = "common_lite"  # or "arith_lite" | "digit_sums" (exact match); "common_lite" (two-choice log-prob)
     n_train: int = 128
-    n_test: int = 60
+    n_test: int = 100
     n_shift: int = 40
     rank: int = 8
     positions: str = "f4+l4"
@@ -54,11 +56,11 @@ class Config(ExperimentConfig):
     lr: float = 3e-3
     warmup_steps: int = 3
     noise_levels: tuple[float, ...] = (0.1, 0.2, 0.4)
-    early_noise_levels: tuple[float, ...] = ()
+    early_noise_levels: tuple[float, ...] = (0.1, 0.2, 0.4)  # issue 47: layer-0 robustness restored (C3e)
     middle_levels: tuple[float, ...] = (0.2,)
     weight_noise: float = 0.05
     n_draws: int = 3
-    early_draws: int = 1
+    early_draws: int = 3
     seeds: tuple[int, ...] = (0, 1, 2)
     protocol: bool = True  # the middle-layer noise, weight noise and input shifts (late arm, first seed)
 
@@ -70,7 +72,9 @@ class Config(ExperimentConfig):
 
     def validate(self) -> None:
         super().validate()
-        from trustlab.core.constraints import Interval, validate_value
+        from trustlab.core.constraints import Interval, Options, validate_value
+
+        validate_value("dint.Config", "task", self.task, [Options(TASKS)])
 
         for name in ("n_train", "n_test", "n_shift", "rank", "batch_size", "n_draws", "early_draws"):
             validate_value("dint.Config", name, getattr(self, name), [Interval(int, 1, None)])
@@ -96,15 +100,23 @@ def _intervention(arm: str, layer: int, cfg: Config, seed: int) -> Any:
     return DReFT(layer=layer, rank=cfg.rank, positions=cfg.positions, sigma_param=sp, random_state=seed)
 
 
+TASKS = ("arith_lite", "digit_sums", "common_lite")
+
+
 def _tasks(cfg: Config) -> dict[str, Any]:
-    from trustlab.methods.dint import arith_lite
+    """Training, test and (generated exact-match tasks only) the three input shifts, from the first seed."""
+    from trustlab.methods import dint as D
 
     s = cfg.seeds[0]
-    return {"train": arith_lite(cfg.n_train, split="train", random_state=s),
-            "test": arith_lite(cfg.n_test, split="test", random_state=s + 1000),
-            "paraphrase": arith_lite(cfg.n_shift, split="paraphrase", random_state=s + 2000),
-            "distractor": arith_lite(cfg.n_shift, split="test", shift="distractor", random_state=s + 3000),
-            "number_words": arith_lite(cfg.n_shift, split="test", shift="number_words", random_state=s + 4000)}
+    if cfg.task == "common_lite":  # no splits or shifts: test questions are drawn from the same small lexicon
+        return {"train": D.common_lite(cfg.n_train, random_state=s),
+                "test": D.common_lite(cfg.n_test, random_state=s + 1000)}
+    gen = getattr(D, cfg.task)
+    return {"train": gen(cfg.n_train, split="train", random_state=s),
+            "test": gen(cfg.n_test, split="test", random_state=s + 1000),
+            "paraphrase": gen(cfg.n_shift, split="paraphrase", random_state=s + 2000),
+            "distractor": gen(cfg.n_shift, split="test", shift="distractor", random_state=s + 3000),
+            "number_words": gen(cfg.n_shift, split="test", shift="number_words", random_state=s + 4000)}
 
 
 def run(cfg: Config, ctx: RunContext) -> Result:
@@ -118,13 +130,19 @@ def run(cfg: Config, ctx: RunContext) -> Result:
     res = Result("dint", "", cfg.to_dict())
     t0 = time.perf_counter()
     units = [("zero_shot", -1, -1)] + [(arm, cfg.late_layer, seed) for seed in cfg.seeds for arm in ARMS]
-    if cfg.early:
-        units += [(arm, cfg.early_layer, cfg.seeds[0]) for arm in ARMS]
+    if cfg.early:  # issue 47: every seed at layer 0 too (C2's interval and C3e average over them)
+        units += [(arm, cfg.early_layer, seed) for seed in cfg.seeds for arm in ARMS]
     done = ctx.map(functools.partial(J.unit_job, cfg), units, desc="dint fits", resources={"num_gpus": "auto"})
     timing: dict[str, float] = {"load": done[0]["load_s"]}
+    items: dict[str, list[float]] = {}
     for out in done:
         res.records.extend(out["records"])
         timing.update(out["timing"])
+        items.update(out["items"])
+    res.summary["items"] = items
+    tasks = _tasks(cfg)  # generated text only (no model): how many test prompts also occur in training
+    seen = set(tasks["train"].prompts)
+    res.summary["test_in_train"] = sum(p in seen for p in tasks["test"].prompts) / len(tasks["test"])
     ctx.check_budget(f"{len(units)} units")
     res.summary["timing_s"] = {**timing, "total": time.perf_counter() - t0}
     return res
@@ -134,9 +152,13 @@ def _record(res: Result, arm: str, layer: int, seed: int, **kw: Any) -> None:
     res.add(arm=arm, layer=layer, seed=seed, **kw)
 
 
+CLAIM_NOISE = 0.2  # the activation-noise level C3 is judged at
+
+
 def _arm(cfg: Config, res: Result, ev: Any, model: Any, tok: Any, tasks: dict[str, Any], arm: str, layer: int,
-         seed: int, timing: dict[str, float]) -> None:
-    """Fit one intervention and record its evaluations (inside an executor task: no ``ctx`` here)."""
+         seed: int, timing: dict[str, float], items: dict[str, list[float]]) -> None:
+    """Fit one intervention and record its evaluations (inside an executor task: no ``ctx`` here); per-item
+    scores of the clean and c = 0.2 conditions go to ``items``."""
     import time
 
     from trustlab.methods.dint import fit_intervention
@@ -165,20 +187,26 @@ def _arm(cfg: Config, res: Result, ev: Any, model: Any, tok: Any, tasks: dict[st
         draws = (cfg.early_draws if early else cfg.n_draws) if mode == "sample" else 1
         name = mode or "deterministic"
 
-        def acc(task: Any = tasks["test"], draws: int = draws, mode: Any = mode, **kw: Any) -> float:
-            return ev.accuracy(task, iv, inference=mode, n_draws=draws, random_state=seed, **kw)[0]
+        def acc(task: Any = tasks["test"], draws: int = draws, mode: Any = mode, name: str = name, key: str = "",
+                **kw: Any) -> float:
+            scores = ev.item_scores(task, iv, inference=mode, n_draws=draws, random_state=seed, **kw)
+            if key:  # per-item scores of the claims' conditions, for paired bootstrap intervals
+                items[f"{arm}|{layer}|{seed}|{name}|{key}"] = [round(float(x), 4) for x in scores]
+            return float(np.mean(scores))
 
-        _record(res, arm, layer, seed, perturbation="clean", level=0.0, inference=name, value=acc(), **base)
+        _record(res, arm, layer, seed, perturbation="clean", level=0.0, inference=name, value=acc(key="clean"),
+                **base)
         for c in levels:
             _record(res, arm, layer, seed, perturbation="act_noise@own", level=c, inference=name,
-                    value=acc(noise_layer=layer, noise_level=c), **base)
+                    value=acc(noise_layer=layer, noise_level=c, key=f"noise{c:g}" if c == CLAIM_NOISE else ""),
+                    **base)
         if cfg.protocol and not early and seed == cfg.seeds[0]:
             for c in cfg.middle_levels:
                 _record(res, arm, layer, seed, perturbation="act_noise@middle", level=c, inference=name,
                         value=acc(noise_layer=cfg.middle_layer, noise_level=c), **base)
             _record(res, arm, layer, seed, perturbation="weight_noise", level=cfg.weight_noise, inference=name,
                     value=acc(weight_noise=cfg.weight_noise), **base)
-            for shift in ("paraphrase", "distractor", "number_words"):
+            for shift in [k for k in ("paraphrase", "distractor", "number_words") if k in tasks]:
                 _record(res, arm, layer, seed, perturbation=f"shift:{shift}", level=0.0, inference=name,
                         value=acc(task=tasks[shift]), **base)
     timing[f"eval {key} s{seed}"] = time.perf_counter() - t
@@ -210,21 +238,44 @@ def _c1(r: Result) -> CheckResult:
     if None in (zs, lo, dr):
         return CheckResult(None, None, "each >= zero-shot + 20 points", detail="layer-0 arms not run")
     gains = (round(100 * (lo - zs), 1), round(100 * (dr - zs), 1))
-    return CheckResult(min(gains) >= 20, gains, ">= 20 each", baseline=f"zero-shot {100 * zs:.1f} % exact match",
+    return CheckResult(min(gains) >= 20, gains, ">= 20 each", baseline=f"zero-shot {100 * zs:.1f} %",
                        unit="points over zero-shot (LoReFT, D-ReFT)",
-                       detail=f"exact match: zero-shot {100 * zs:.1f}, LoReFT {100 * lo:.1f}, D-ReFT {100 * dr:.1f}")
+                       detail=f"test accuracy (mean over seeds): zero-shot {100 * zs:.1f}, LoReFT {100 * lo:.1f}, D-ReFT {100 * dr:.1f}")
+
+
+NONINF = 0.02  # C2's margin: D-ReFT may trail LoReFT by at most 2 points
+
+
+def _items(r: Result, arm: str, layer: int, inference: str, key: str = "clean") -> list[Any] | None:
+    """Per-item scores of ``arm`` at ``layer`` for every seed (None when any is missing)."""
+    items = r.summary.get("items", {})
+    rows = [items.get(f"{arm}|{layer}|{seed}|{inference}|{key}") for seed in r.config["seeds"]]
+    return None if any(x is None for x in rows) else rows
+
+
+def _c2_for(r: Result, inference: str) -> CheckResult:
+    from trustlab.experiments._dint_jobs import paired_lower
+
+    layer = r.config["early_layer"]
+    lo, dr = _items(r, "loreft", layer, "deterministic"), _items(r, "dreft_clamp", layer, inference)
+    thr = f">= {-100 * NONINF:.0f} (lower end of the one-sided 95 % interval)"
+    if lo is None or dr is None:
+        return CheckResult(None, None, thr, detail="layer-0 arms (every seed) not run")
+    diffs = [np.asarray(a) - np.asarray(b) for a, b in zip(dr, lo, strict=True)]
+    low, mean = 100 * paired_lower(diffs), 100 * float(np.mean(diffs))
+    return CheckResult(low >= -100 * NONINF, round(low, 1), thr, baseline=f"LoReFT {100 * np.mean(lo):.1f} %",
+                       unit=f"points, D-ReFT ({inference}) - LoReFT clean accuracy at layer {layer}, 95 % lower bound",
+                       detail=f"mean difference {mean:+.1f} points over {len(diffs)} seeds x {len(diffs[0])} items "
+                       f"(per seed {[round(100 * float(np.mean(d)), 1) for d in diffs]}); D-ReFT "
+                       f"{100 * np.mean(dr):.1f} %, LoReFT {100 * np.mean(lo):.1f} %; paired bootstrap over items")
 
 
 def _c2(r: Result) -> CheckResult:
-    layer = r.config["early_layer"]
-    lo = _clean(r, "loreft", layer, "deterministic")
-    s, m = _clean(r, "dreft_clamp", layer, "sample"), _clean(r, "dreft_clamp", layer, "mean")
-    if None in (lo, s, m):
-        return CheckResult(None, None, ">= LoReFT - 2 points", detail="layer-0 arms not run")
-    best = max(s, m)
-    return CheckResult(best >= lo - 0.02, round(100 * best, 1), f">= {100 * lo - 2:.1f}",
-                       baseline=f"LoReFT {100 * lo:.1f} %", unit="% exact match (D-ReFT: best of sample/mean)",
-                       detail=f"D-ReFT sample {100 * s:.1f}, mean {100 * m:.1f}; LoReFT {100 * lo:.1f}")
+    return _c2_for(r, "sample")
+
+
+def _c2_mean(r: Result) -> CheckResult:
+    return _c2_for(r, "mean")
 
 
 def _drop(r: Result, arm: str, layer: int, inference: str, seed: int) -> float | None:
@@ -233,8 +284,8 @@ def _drop(r: Result, arm: str, layer: int, inference: str, seed: int) -> float |
     return None if a is None or b is None else a - b
 
 
-def _c3_for(r: Result, arm: str, inference: str) -> CheckResult:
-    layer = r.config["late_layer"]
+def _c3_for(r: Result, arm: str, inference: str, layer_key: str = "late_layer") -> CheckResult:
+    layer = r.config[layer_key]
     seeds = r.config["seeds"]
     d = [_drop(r, arm, layer, inference, s) for s in seeds]
     lo = [_drop(r, "loreft", layer, "deterministic", s) for s in seeds]
@@ -249,6 +300,10 @@ def _c3_for(r: Result, arm: str, inference: str) -> CheckResult:
 
 def _c3(r: Result) -> CheckResult:
     return _c3_for(r, "dreft_clamp", "sample")
+
+
+def _c3_early(r: Result) -> CheckResult:
+    return _c3_for(r, "dreft_clamp", "sample", "early_layer")
 
 
 def _c3_sigmoid(r: Result) -> CheckResult:
@@ -282,7 +337,8 @@ def _c4b(r: Result) -> CheckResult:
 
 # -- premises (pre-registered; docs/papers/dint.md, "Premises, knockout and quick gate") -------------------
 LOSS_FALL = 0.10  # relative fall of the training loss (mean of the first 3 vs the last 3 steps)
-LEARNED_ACC, LEARNED_GAIN = 0.20, 0.10  # LoReFT clean exact match, and its gain over zero-shot
+LEARNED_GAIN = 0.05  # LoReFT's clean-accuracy gain over zero-shot (issue 47; was >= 20 % and + 10 before)
+ZS_BAND = (0.10, 0.60)  # zero-shot accuracy of a task the model neither cannot do nor already does (issue 47)
 SIGMA_MOVE = 1e-3  # |sigma - 0.2| of the bounded-sigmoid D-ReFT (the same tolerance as C4b)
 
 
@@ -311,14 +367,24 @@ def _pre_learned(r: Result, layer_key: str) -> CheckResult:
     layer = r.config[layer_key]
     zs = _val(r, "zero_shot", None, perturbation="clean")
     lo = _clean(r, "loreft", layer, "deterministic")
-    thr = f">= {100 * LEARNED_ACC:.0f} % and >= zero-shot + {100 * LEARNED_GAIN:.0f} points"
+    thr = f">= zero-shot + {100 * LEARNED_GAIN:.0f} points"
     if zs is None or lo is None:
         return CheckResult(None, None, thr, detail=f"LoReFT at block {layer} not run")
     dr = _clean(r, "dreft_clamp", layer, "sample")
-    return CheckResult(lo >= LEARNED_ACC and lo - zs >= LEARNED_GAIN, round(100 * lo, 1), thr,
-                       baseline=f"zero-shot {100 * zs:.1f} %", unit=f"% LoReFT clean exact match at block {layer}",
+    return CheckResult(lo - zs >= LEARNED_GAIN, round(100 * (lo - zs), 1), thr,
+                       baseline=f"zero-shot {100 * zs:.1f} %",
+                       unit=f"points, LoReFT clean accuracy over zero-shot at block {layer}",
                        detail=f"zero-shot {100 * zs:.1f}, LoReFT {100 * lo:.1f}, D-ReFT (clamp, sample) "
                        f"{'-' if dr is None else f'{100 * dr:.1f}'} % (mean over seeds)")
+
+
+def _pre_zero_shot(r: Result) -> CheckResult:
+    zs = _val(r, "zero_shot", None, perturbation="clean")
+    thr = f"in [{100 * ZS_BAND[0]:.0f}, {100 * ZS_BAND[1]:.0f}] %"
+    if zs is None:
+        return CheckResult(None, None, thr, detail="zero-shot not run")
+    return CheckResult(ZS_BAND[0] <= zs <= ZS_BAND[1], round(100 * zs, 1), thr, unit="% zero-shot test accuracy",
+                       detail=f"task {r.config.get('task', 'arith_lite')}, {r.config['n_test']} test items")
 
 
 def _pre_learned_late(r: Result) -> CheckResult:
@@ -342,7 +408,7 @@ def _pre_sigma(r: Result) -> CheckResult:
 
 
 def _setting(c: dict[str, Any]) -> str:
-    return (f"{c['model']}, ArithLite {c['n_train']} train / {c['n_test']} test, rank {c['rank']} at "
+    return (f"{c['model']}, {c.get('task', 'arith_lite')} {c['n_train']} train / {c['n_test']} test, rank {c['rank']} at "
             f"{c['positions']}, {c['early_steps']} steps (layer {c['early_layer']}) / {c['late_steps']} steps (layer "
             f"{c['late_layer']}) x batch {c['batch_size']}, lr {c['lr']} for every arm; paper: LLaMA-7B/13B, Llama-3-8B "
             "on Math10K / Commonsense170K, 9-12 epochs")
@@ -355,92 +421,54 @@ def _seeds_note(c: dict[str, Any]) -> str:
 
 
 _LOSS_NOTE = "every arm, layer and seed trained in the run; the knockout trains none (zero steps: no training loss)"
-_REQ = ("pre-loss-moves",)
+_EARLY = ("pre-loss-moves", "pre-zero-shot-range", "pre-learned-early")  # issue 47: C1-C3 need a learnable task
+_LATE = ("pre-loss-moves", "pre-zero-shot-range", "pre-learned-late")
 
 CLAIMS = [
     Premise("pre-loss-moves", f"Training moves the interventions: every arm's training loss falls by >= "
             f"{100 * LOSS_FALL:.0f} % (mean of the first 3 vs the last 3 steps)", _pre_loss, scale_note=_LOSS_NOTE),
-    Premise("pre-learned-late", f"Not at the floor (late layer): LoReFT's clean ArithLite exact match >= "
-            f"{100 * LEARNED_ACC:.0f} % and >= zero-shot + {100 * LEARNED_GAIN:.0f} points (mean over seeds)",
-            _pre_learned_late, scale_note=lambda c: f"block {c['late_layer']}, {len(c['seeds'])} seed(s), "
-            f"{c['n_test']} test problems; a 3-point robustness gap cannot be read off a model at 0-5 %"),
-    Premise("pre-learned-early", f"Not at the floor (layer 0): LoReFT's clean ArithLite exact match >= "
-            f"{100 * LEARNED_ACC:.0f} % and >= zero-shot + {100 * LEARNED_GAIN:.0f} points", _pre_learned_early,
-            modes=("default", "paper"), scale_note=lambda c: f"block {c['early_layer']}, first seed, {c['n_test']} "
-            "test problems; non-inferiority between two arms at the floor holds by construction"),
+    Premise("pre-zero-shot-range", f"The task is learnable but not solved: zero-shot test accuracy in "
+            f"[{100 * ZS_BAND[0]:.0f}, {100 * ZS_BAND[1]:.0f}] %", _pre_zero_shot,
+            scale_note=lambda c: f"task {c.get('task', 'arith_lite')} chosen by the pilot rule "
+            "(scripts/dint_pilot.py, seed 100)"),
+    Premise("pre-learned-late", f"Not at the floor (late layer): LoReFT's clean test accuracy >= zero-shot + "
+            f"{100 * LEARNED_GAIN:.0f} points (mean over seeds)", _pre_learned_late,
+            scale_note=lambda c: f"block {c['late_layer']}, {len(c['seeds'])} seed(s), {c['n_test']} test items"),
+    Premise("pre-learned-early", f"Not at the floor (layer 0): LoReFT's clean test accuracy >= zero-shot + "
+            f"{100 * LEARNED_GAIN:.0f} points (mean over seeds)", _pre_learned_early, modes=("default", "paper"),
+            scale_note=lambda c: f"block {c['early_layer']}, {len(c['seeds'])} seed(s), {c['n_test']} test items; "
+            "non-inferiority between two arms at the floor holds by construction"),
     Premise("pre-sigma-moves", f"The variance network can learn: the bounded-sigmoid D-ReFT's sigma moves by >= "
             f"{SIGMA_MOVE:g} from its initial 0.2 at every layer and seed", _pre_sigma,
             scale_note="so that C4b's sigma = 0.2 is the clamp's zero gradient, not an optimiser that never moved"),
-    Claim("C1", "Learning works: LoReFT and D-ReFT (official clamp) at layer 0 each beat zero-shot ArithLite exact "
-          "match by >= 20 points", _c1, modes=("default", "paper"), requires=_REQ,
-          scale_note=lambda c: _setting(c) + f"; 1 seed ({c['seeds'][0]}) for the layer-0 arms"),
-    Claim("C2", "Non-inferiority: D-ReFT clean accuracy (best of sample/mean) >= LoReFT - 2 points at layer 0", _c2,
-          modes=("default", "paper"), scale_note=_setting, requires=("pre-loss-moves", "pre-learned-early"),
+    Claim("C1", "Learning works: LoReFT and D-ReFT (official clamp, sample inference) at layer 0 each beat zero-shot "
+          "test accuracy by >= 20 points (mean over seeds)", _c1, modes=("default", "paper"), requires=_EARLY,
+          scale_note=_setting),
+    Claim("C2", "Non-inferiority: D-ReFT (official clamp, sample inference) minus LoReFT clean accuracy at layer 0, "
+          "one-sided 95 % lower bound (paired bootstrap over items, mean over seeds) >= -2 points", _c2,
+          modes=("default", "paper"), scale_note=_setting, requires=_EARLY,
           paper_value=77.4),  # D-ReFT, Llama-3-8B, Math10K 7-task average (ReFT 76.6), spec section 3
-    Claim("C3", "Robustness: under activation noise c = 0.2 at the intervened layer, D-ReFT's accuracy drop <= "
-          "LoReFT's drop - 3 points (official clamp, sample inference)", _c3, scale_note=_seeds_note,
-          requires=("pre-loss-moves", "pre-learned-late")),
+    Claim("C2m", "C2 with D-ReFT under mean inference (z = mu)", _c2_mean, modes=("default", "paper"),
+          scale_note=_setting, requires=_EARLY, secondary=True),
+    Claim("C3e", "Robustness where the paper finds it (layer 0): under activation noise c = 0.2 at the intervened "
+          "layer's input, D-ReFT's accuracy drop <= LoReFT's drop - 3 points (official clamp, sample inference, "
+          "mean over seeds)", _c3_early, modes=("default", "paper"), scale_note=_setting, requires=_EARLY),
+    Claim("C3", "Robustness (late layer): under activation noise c = 0.2 at the intervened layer, D-ReFT's accuracy "
+          "drop <= LoReFT's drop - 3 points (official clamp, sample inference)", _c3, scale_note=_seeds_note,
+          requires=_LATE),
     Claim("C3s", "C3 for D-ReFT with the learnable (bounded sigmoid) sigma", _c3_sigmoid, scale_note=_seeds_note,
-          secondary=True, requires=("pre-loss-moves", "pre-learned-late")),
+          secondary=True, requires=_LATE),
     Claim("C3m", "C3 for D-ReFT (official clamp) under mean inference (z = mu)", _c3_mean, scale_note=_seeds_note,
-          secondary=True, requires=("pre-loss-moves", "pre-learned-late")),
+          secondary=True, requires=_LATE),
     Claim("C4", "Mechanism: with the bounded sigmoid, learned sigma at layer 0 > at the late layer", _c4,
           modes=("default", "paper"), requires=("pre-loss-moves", "pre-sigma-moves"),
           scale_note=lambda c: f"sigma averaged over the intervened prompt tokens of 64 training prompts and the r = "
-          f"{c['rank']} dimensions; late layer averaged over {len(c['seeds'])} seed(s)"),
+          f"{c['rank']} dimensions; both layers averaged over {len(c['seeds'])} seed(s)"),
     Claim("C4b", "Mechanism: with the official clamp sigma stays 0.2 (the clamp's gradient is zero)", _c4b,
           scale_note="measured after training at every layer trained",
           requires=("pre-loss-moves", "pre-sigma-moves")),
 ]
 
 
-# -- plots ---------------------------------------------------------------------------------------------
-_LABEL = {("loreft", "deterministic"): "LoReFT", ("dreft_clamp", "sample"): "D-ReFT clamp (sample)",
-          ("dreft_clamp", "mean"): "D-ReFT clamp (mean)", ("dreft_sigmoid", "sample"): "D-ReFT sigmoid (sample)",
-          ("dreft_sigmoid", "mean"): "D-ReFT sigmoid (mean)"}
-
-
-def PLOTS(result: Result) -> dict[str, Any]:
-    from trustlab.results.plots import new_figure
-
-    out: dict[str, Any] = {}
-    df = result.to_frame()
-    if df.empty or "perturbation" not in df:
-        return out
-    acc = df[(df["metric"] == "accuracy") & df["perturbation"].isin(["clean", "act_noise@own"])]
-    zs = df[(df["arm"] == "zero_shot") & (df["metric"] == "accuracy")]["value"]
-    for layer, name in ((result.config["late_layer"], "noise_late"), (result.config["early_layer"], "noise_layer0")):
-        sub = acc[acc["layer"] == layer]
-        if sub.empty:
-            continue
-        fig, ax = new_figure(5.6, 3.8)
-        for (arm, inf), g in sub.groupby(["arm", "inference"], sort=False):
-            m = g.groupby("level")["value"].agg(["mean", "std"]).sort_index()
-            ax.errorbar(m.index, 100 * m["mean"], yerr=100 * m["std"].fillna(0), marker="o", ms=3, capsize=2,
-                        label=_LABEL.get((arm, inf), f"{arm} ({inf})"))
-        if len(zs):
-            ax.axhline(100 * float(zs.iloc[0]), color="grey", ls=":", lw=1, label="zero-shot")
-        ax.set_xlabel("activation noise c (x token RMS) at the intervened block's input")
-        ax.set_ylabel("ArithLite exact match (%)")
-        ax.set_title(f"accuracy vs noise, intervention at block {layer} (mean +- sd over seeds)", fontsize=9)
-        ax.legend(fontsize=7)
-        out[name] = fig
-    sig = df[df["metric"] == "sigma"]
-    if not sig.empty:
-        fig, ax = new_figure(5.0, 3.4)
-        arms = [a for a in ("dreft_clamp", "dreft_sigmoid") if a in set(sig["arm"])]
-        layers = sorted(set(sig["layer"]))
-        width = 0.8 / max(1, len(arms))
-        for i, arm in enumerate(arms):
-            g = sig[sig["arm"] == arm].groupby("layer")["value"]
-            ms, sds = g.mean(), g.std().fillna(0)
-            xs = [layers.index(x) + i * width for x in ms.index]
-            ax.bar(xs, ms.values, width=width, yerr=sds.values, capsize=2,
-                   label={"dreft_clamp": "official clamp", "dreft_sigmoid": "bounded sigmoid"}[arm])
-        ax.axhline(0.2, color="grey", ls=":", lw=1, label="initial / clamp value 0.2")
-        ax.set_xticks([k + width * (len(arms) - 1) / 2 for k in range(len(layers))], [f"block {x}" for x in layers])
-        ax.set_ylabel("learned sigma (mean over tokens and dims)")
-        ax.set_title("D-ReFT learned sigma per layer", fontsize=9)
-        ax.legend(fontsize=7)
-        out["sigma_per_layer"] = fig
-    return out
+# -- plots (in _dint_plots) ----------------------------------------------------------------------------
+from trustlab.experiments._dint_plots import PLOTS as PLOTS  # noqa: E402 - after CLAIMS, which it does not need

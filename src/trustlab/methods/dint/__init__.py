@@ -20,8 +20,8 @@ _LAZY = {
     "tokenize_task": "_fit",
     "InterventionEvaluator": "_evaluate", "RobustnessReport": "_evaluate", "RobustnessRow": "_evaluate",
     "robustness_report": "_evaluate", "normalised_auc": "_evaluate",
-    "TaskData": "_tasks", "arith_lite": "_tasks", "common_lite": "_tasks", "load_task_jsonl": "_tasks",
-    "HELD_OUT_FAMILIES": "_tasks",
+    "TaskData": "_tasks", "arith_lite": "_tasks", "digit_sums": "_tasks", "common_lite": "_tasks",
+    "load_task_jsonl": "_tasks", "HELD_OUT_FAMILIES": "_tasks", "SUM_TEST_PAIRS": "_tasks",
 }
 
 __all__ = sorted(_LAZY)

@@ -101,6 +101,13 @@ def _noise_fn(mask_box: dict[str, Any], c: float, gen: Any) -> Any:
     return fn
 
 
+# the arguments accuracy and item_scores share (one rule set for both)
+_DRAW_ARGS = dict(task=[_TASK_DATA], intervention=[INTERVENTION, None], noise_layer=[Interval(int, 0, None), None],
+                  noise_level=[Interval("real", 0, None)], weight_noise=[Interval("real", 0, None)],
+                  inference=[Options(("sample", "mean")), None], n_draws=[Interval(int, 1, None)],
+                  random_state=["random_state"])
+
+
 class InterventionEvaluator:
     """Scores tasks on one frozen ``model``; caches the replay states of every (task, first block) it needs.
 
@@ -171,7 +178,8 @@ class InterventionEvaluator:
         wrong = torch.zeros(len(rows)).index_add_(0, row_of, (~ok).float())
         return (wrong == 0).numpy(), torch.zeros(len(rows)).index_add_(0, row_of, lp).numpy()
 
-    def _one_pass(self, task: Any, iv: Any, start: int, noise: tuple[int, float] | None, seed: int) -> float:
+    def _one_pass(self, task: Any, iv: Any, start: int, noise: tuple[int, float] | None, seed: int) -> Any:
+        """Per-item correctness (1.0 / 0.0) of one draw."""
         import torch
 
         from trustlab.core.seeding import torch_generator
@@ -195,19 +203,33 @@ class InterventionEvaluator:
                         e, lp = self._row_scores(fwd, rows)
                 exact.append(e), lps.append(lp)
         if task.options is None:
-            return float(np.concatenate(exact).mean())
+            return np.concatenate(exact).astype(float)
         lp = np.concatenate(lps).reshape(len(task), -1)
         gold = np.asarray([o.index(a) for a, o in zip(task.answers, task.options, strict=True)])
-        return float((lp.argmax(1) == gold).mean())
+        return (lp.argmax(1) == gold).astype(float)
 
-    @validate_args(task=[_TASK_DATA], intervention=[INTERVENTION, None], noise_layer=[Interval(int, 0, None), None],
-                   noise_level=[Interval("real", 0, None)], weight_noise=[Interval("real", 0, None)],
-                   inference=[Options(("sample", "mean")), None], n_draws=[Interval(int, 1, None)],
-                   random_state=["random_state"])
+    @validate_args(**_DRAW_ARGS)
     def accuracy(self, task: Any, intervention: Any = None, *, noise_layer: int | None = None,
                  noise_level: float = 0.0, weight_noise: float = 0.0, inference: str | None = None,
                  n_draws: int = 1, random_state: Any = 0) -> tuple[float, float]:
         """(mean, sd) accuracy over ``n_draws`` draws (noise and D-ReFT sampling re-seeded per draw)."""
+        draws = self._draws(task, intervention, noise_layer, noise_level, weight_noise, inference, n_draws,
+                            random_state)
+        accs = draws.mean(axis=1)
+        return float(np.mean(accs)), float(np.std(accs))
+
+    @validate_args(**_DRAW_ARGS)
+    def item_scores(self, task: Any, intervention: Any = None, *, noise_layer: int | None = None,
+                    noise_level: float = 0.0, weight_noise: float = 0.0, inference: str | None = None,
+                    n_draws: int = 1, random_state: Any = 0) -> Any:
+        """Per-item correctness averaged over ``n_draws`` draws (array of ``len(task)`` values in [0, 1]); its
+        mean is :meth:`accuracy`'s mean. For paired confidence intervals between interventions on one task."""
+        return self._draws(task, intervention, noise_layer, noise_level, weight_noise, inference, n_draws,
+                           random_state).mean(axis=0)
+
+    def _draws(self, task: Any, intervention: Any, noise_layer: int | None, noise_level: float,
+               weight_noise: float, inference: str | None, n_draws: int, random_state: Any) -> Any:
+        """(n_draws, len(task)) per-item correctness."""
         from trustlab.core.seeding import as_seed
         from trustlab.llm import dims
 
@@ -233,7 +255,7 @@ class InterventionEvaluator:
         finally:
             if handle is not None:
                 handle.restore()
-        return float(np.mean(accs)), float(np.std(accs))
+        return np.stack(accs)
 
 
 class _null:

@@ -22,7 +22,7 @@ from trustlab.core.constraints import Interval, Options, Satisfies
 from trustlab.core.exceptions import InputError
 from trustlab.core.seeding import check_random_state
 
-__all__ = ["TaskData", "arith_lite", "common_lite", "load_task_jsonl", "HELD_OUT_FAMILIES"]
+__all__ = ["TaskData", "arith_lite", "digit_sums", "common_lite", "load_task_jsonl", "HELD_OUT_FAMILIES"]
 
 INSTRUCTION = "Answer with the number only."
 
@@ -126,6 +126,46 @@ def arith_lite(n: int, *, split: str = "train", shift: str = "none", random_stat
         answers.append(str(v["value"]))
         family.append(f)
     return TaskData(tuple(prompts), tuple(answers), None, tuple(family), f"arith_lite:{split}:{shift}")
+
+
+# single-digit sums: (template, held out as the paraphrase shift); {a} and {b} are 0..9
+_SUMS = [("What is {a} + {b}?", False), ("Add {a} and {b}.", False), ("Compute {a} plus {b}.", False),
+         ("{n} has {a} marbles and finds {b} more. How many marbles now?", False),
+         ("What do you get when {b} is added to {a}?", True), ("The sum of {a} and {b} is what number?", True)]
+#: the 30 (a, b) pairs of the test and paraphrase splits (a fixed draw, seed 0); training uses the other 70
+SUM_TEST_PAIRS = frozenset(divmod(int(k), 10) for k in np.random.default_rng(0).permutation(100)[:30])
+
+
+@validate_args(n=[Interval(int, 1, None)], split=[Options(("train", "test", "paraphrase"))],
+               shift=[Options(("none", "distractor", "number_words"))], random_state=["random_state"])
+def digit_sums(n: int, *, split: str = "train", shift: str = "none", random_state: Any = 0) -> TaskData:
+    """``n`` single-digit sums (answers 0-18, exact match). ``train`` draws from 70 (a, b) pairs and four
+    templates, ``test`` from the other 30 pairs (``SUM_TEST_PAIRS``, never trained on) and the same templates,
+    ``paraphrase`` from those 30 pairs and two held-out templates; ``shift`` as :func:`arith_lite`.
+
+    Example
+    -------
+    >>> d = digit_sums(3, split="test", random_state=0)
+    >>> all(0 <= int(a) <= 18 for a in d.answers)
+    True
+    """
+    rng = check_random_state(random_state, owner="digit_sums")
+    pairs = sorted(p for p in ((a, b) for a in range(10) for b in range(10))
+                   if (p in SUM_TEST_PAIRS) == (split != "train"))
+    fams = [f for f, (_, held) in enumerate(_SUMS) if held == (split == "paraphrase")]
+    prompts, answers, family = [], [], []
+    for _ in range(n):
+        f = int(rng.choice(fams))
+        a, b = pairs[int(rng.integers(len(pairs)))]
+        name = str(rng.choice(_NAMES))
+        nums = {k: (number_word(v) if shift == "number_words" else str(v)) for k, v in (("a", a), ("b", b))}
+        text = _SUMS[f][0].format(n=name, **nums)
+        if shift == "distractor":
+            text = str(rng.choice(_DISTRACTORS)).format(n=name, d=int(rng.integers(2, 10))) + " " + text
+        prompts.append(f"{text} {INSTRUCTION}")
+        answers.append(str(a + b))
+        family.append(f)
+    return TaskData(tuple(prompts), tuple(answers), None, tuple(family), f"digit_sums:{split}:{shift}")
 
 
 _LEXICON = {
