@@ -254,7 +254,7 @@ def test_vaultguard_sets_are_disjoint_and_hold_out_one_secret():
     assert all(ad.HELD_OUT not in v.secrets for v in sets.values())
     held = ad.make_vault("D", [ad.HELD_OUT])
     assert set(held.secrets) == {ad.HELD_OUT} and len(held) == len(ad.TEMPLATE_SPLITS["D"])
-    assert len({t for v in sets.values() for t in v.templates}) == 40
+    assert len({t for v in sets.values() for t in v.templates}) == 44  # 10 templates in A, B, C and 14 in D (issue 47)
     with pytest.raises(InputError, match="share"):
         ad.check_disjoint({"B": sets["B"].prompts, "D": sets["D"].prompts + sets["B"].prompts[:1]})
 
@@ -336,3 +336,32 @@ def test_antidote_premises_on_hand_made_results():
     assert exp._pre_prunes(r).passed is False  # int(8 x 0.1) = 0 columns of lora_B
     assert exp._pre_moves(r).passed is False  # 2.5 points < 5
     assert exp._pre_moves(r).observed == 2.5
+
+
+def test_antidote_low_rate_premise_reads_hs_tf_over_the_aligned_model():
+    """C4's premise (issue 47): the low-rate attack must add >= 20 points of HS_tf over the aligned model."""
+    from trustlab.experiments import antidote as exp
+    from trustlab.results.result import Result
+
+    r = Result("antidote", "", exp.Config().to_dict())
+    assert exp._pre_low(r).passed is None
+    r.add(method="aligned", dataset="none", seed=0, metric="hs_tf", value=5.0)
+    r.add(method="sft", dataset="low", seed=0, metric="hs_tf", value=20.0)
+    assert exp._pre_low(r).passed is False  # +15 points
+    r2 = Result("antidote", "", exp.Config().to_dict())
+    r2.add(method="aligned", dataset="none", seed=0, metric="hs_tf", value=5.0)
+    r2.add(method="sft", dataset="low", seed=0, metric="hs_tf", value=25.0)
+    assert exp._pre_low(r2).passed is True  # +20 points
+    c4 = next(c for c in exp.CLAIMS if c.id == "C4")
+    assert "pre-low-attack" in c4.requires
+
+
+def test_vault_evaluation_set_has_at_least_60_judged_prompts():
+    from trustlab.methods import antidote as ad
+
+    d = ad.make_vault("D")
+    assert len(d) >= 60 and len(set(d.prompts)) == len(d)
+    from trustlab.experiments.antidote import Config
+
+    cfg = Config()
+    assert cfg.n_gen >= 60 and int(cfg.lora_r * min(cfg.alphas)) >= 1  # lora_B pruned at every alpha
