@@ -34,9 +34,10 @@ from trustlab.results.result import Result
 
 TITLE = "Antidote: one-shot pruning of harmful LoRA weights after harmful fine-tuning (VaultGuard, SmolLM2-135M)"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: the quick gate's rule (python -m trustlab.experiments._gates antidote; docs/papers/antidote.md): the edit moves
-#: HS_tf on 5/5 quick seeds (random tiny model; mechanics only) and not under the KNOCKOUT
-QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-prune-moves",)
+#: the quick gate's rule (python -m trustlab.experiments._gates antidote; docs/papers/antidote.md), measured on
+#: SmolLM2 at small K after issue 47: the prune reaches lora_A and lora_B and moves HS_tf on 5/5 quick seeds,
+#: neither under the KNOCKOUT
+QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-prunes-both", "pre-prune-moves")
 
 #: the mechanism off: Antidote's rows are the unpruned attack model (no weight zeroed); the baselines still prune
 KNOCKOUT: tuple[str, ...] = ("prune=False",)
