@@ -66,8 +66,12 @@ def stage2(grid: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any] | Non
           and rows[t]["loreft@0"] - rows[t]["zero_shot"] >= MIN_GAIN]
     if not ok:
         return None
-    best = max(ok, key=lambda t: rows[t]["loreft@0"] - rows[t]["zero_shot"])
-    return {"task": best, "early_steps": 20, "late_steps": 25}
+    return {"task": _largest_gain(rows, ok), "early_steps": 20, "late_steps": 25}
+
+
+def _largest_gain(rows: dict[str, dict[str, float]], tasks: list[str]) -> str:
+    """The task with LoReFT's largest layer-0 gain over zero-shot (both stages' tie-break)."""
+    return max(tasks, key=lambda t: rows[t]["loreft@0"] - rows[t]["zero_shot"])
 
 
 def main() -> int:
@@ -94,8 +98,7 @@ def _grid() -> int:
             print(key, task, {k: round(100 * v, 1) for k, v in row.items()}, flush=True)
         ok = [t for t in ELIGIBLE if _eligible(grid[key][t])]
         if ok:
-            best = max(ok, key=lambda t: grid[key][t]["loreft@0"] - grid[key][t]["zero_shot"])
-            chosen = {"task": best, "early_steps": steps[0], "late_steps": steps[1]}
+            chosen = {"task": _largest_gain(grid[key], ok), "early_steps": steps[0], "late_steps": steps[1]}
             break
     print(json.dumps({"grid": grid, "chosen": chosen, "wall_s": round(time.perf_counter() - t0, 1)}))
     return 0

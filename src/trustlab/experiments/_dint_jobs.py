@@ -43,9 +43,12 @@ def unit_job(cfg: Any, unit: tuple[str, int, int]) -> dict[str, Any]:
         items["zero_shot|-1|-1|deterministic|clean"] = [float(x) for x in zs]
         res.add(arm="zero_shot", layer=-1, seed=-1, metric="accuracy", perturbation="clean", level=0.0,
                 inference="deterministic", value=float(zs.mean()))
+        seen = set(tasks["train"].prompts)  # how many test prompts also occur in training
+        out = {"test_in_train": sum(p in seen for p in tasks["test"].prompts) / len(tasks["test"])}
     else:
         _arm(cfg, res, ev, model, tok, tasks, arm, layer, seed, timing, items)
-    return {"records": res.records, "timing": timing, "load_s": load_s, "items": items}
+        out = {}
+    return {"records": res.records, "timing": timing, "load_s": load_s, "items": items, **out}
 
 
 def paired_lower(diffs: list[Any], *, alpha: float = 0.05, n_boot: int = 2000, random_state: int = 0) -> float:

@@ -97,6 +97,16 @@ def _numbers(rng: np.random.Generator, expr: str) -> dict[str, int]:
             return {"a": a, "b": b, "c": c, "value": int(value)}
 
 
+def _pose(template: str, name: str, values: dict[str, int], shift: str, distractor: tuple[str, int] | None) -> str:
+    """One generated problem's prompt: numbers as digits or words (``shift="number_words"``), the drawn
+    distractor sentence (its template and number) in front, the instruction after."""
+    nums = {k: (number_word(v) if shift == "number_words" else str(v)) for k, v in values.items()}
+    text = template.format(n=name, **nums)
+    if distractor is not None:
+        text = distractor[0].format(n=name, d=distractor[1]) + " " + text
+    return f"{text} {INSTRUCTION}"
+
+
 @validate_args(n=[Interval(int, 1, None)], split=[Options(("train", "test", "paraphrase"))],
                shift=[Options(("none", "distractor", "number_words"))], random_state=["random_state"])
 def arith_lite(n: int, *, split: str = "train", shift: str = "none", random_state: Any = 0) -> TaskData:
@@ -117,12 +127,11 @@ def arith_lite(n: int, *, split: str = "train", shift: str = "none", random_stat
         template, expr = _ARITH[f]
         v = _numbers(rng, expr)
         name = str(rng.choice(_NAMES))
-        nums = {k: (number_word(v[k]) if shift == "number_words" else str(v[k])) for k in "abc"}
-        text = template.format(n=name, **nums)
+        distractor = None
         if shift == "distractor":
             d = int(rng.integers(2, 41))
-            text = str(rng.choice(_DISTRACTORS)).format(n=name, d=d) + " " + text
-        prompts.append(f"{text} {INSTRUCTION}")
+            distractor = (str(rng.choice(_DISTRACTORS)), d)
+        prompts.append(_pose(template, name, {k: v[k] for k in "abc"}, shift, distractor))
         answers.append(str(v["value"]))
         family.append(f)
     return TaskData(tuple(prompts), tuple(answers), None, tuple(family), f"arith_lite:{split}:{shift}")
@@ -158,11 +167,8 @@ def digit_sums(n: int, *, split: str = "train", shift: str = "none", random_stat
         f = int(rng.choice(fams))
         a, b = pairs[int(rng.integers(len(pairs)))]
         name = str(rng.choice(_NAMES))
-        nums = {k: (number_word(v) if shift == "number_words" else str(v)) for k, v in (("a", a), ("b", b))}
-        text = _SUMS[f][0].format(n=name, **nums)
-        if shift == "distractor":
-            text = str(rng.choice(_DISTRACTORS)).format(n=name, d=int(rng.integers(2, 10))) + " " + text
-        prompts.append(f"{text} {INSTRUCTION}")
+        distractor = (str(rng.choice(_DISTRACTORS)), int(rng.integers(2, 10))) if shift == "distractor" else None
+        prompts.append(_pose(_SUMS[f][0], name, {"a": a, "b": b}, shift, distractor))
         answers.append(str(a + b))
         family.append(f)
     return TaskData(tuple(prompts), tuple(answers), None, tuple(family), f"digit_sums:{split}:{shift}")
