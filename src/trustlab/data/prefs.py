@@ -289,12 +289,21 @@ def _items(task: str, rng: np.random.Generator, n: int) -> list[tuple[str, str, 
     return _pool(rng, n, items, task)
 
 
-def _wrong(task: str, answer: str, rng: np.random.Generator) -> str:
+_OFFSETS = (-10, -3, -2, -1, 1, 2, 3, 10)
+
+
+def _wrong(task: str, answer: str, rng: np.random.Generator, match_length: bool = False) -> str:
+    """A wrong answer; with ``match_length`` one of exactly the answer's character count (numbers: the same
+    digits count and sign; words: the same length when another answer has it, else the nearest length)."""
     if task in ("arithmetic", "units"):
-        off = int(rng.choice([-10, -3, -2, -1, 1, 2, 3, 10]))
-        return str(int(answer) + off)
+        a = int(answer)
+        offs = [o for o in _OFFSETS if not match_length or (len(str(a + o)) == len(answer) and (a + o < 0) == (a < 0))]
+        return str(a + int(rng.choice(offs)))
     pool = [cap for _, cap in _capitals()] if task == "capitals" else sorted({a for _, a in _ONE_WORD})
     others = [p for p in pool if _norm(p) != _norm(answer)]
+    if match_length:
+        gap = min(abs(len(p) - len(answer)) for p in others)
+        others = [p for p in others if abs(len(p) - len(answer)) == gap]
     w = others[int(rng.integers(0, len(others)))]
     return w.capitalize() if task == "one_word" and w.islower() else w
 
@@ -305,10 +314,12 @@ def _wrong(task: str, answer: str, rng: np.random.Generator) -> str:
     weights=[Satisfies(lambda w: len(w) > 0 and all(float(x) > 0 for x in w), "a list of positive weights",
                        invalid=[[0.0], [-1.0], "w"]), None],
     rambling_fraction=[Interval(float, 0, 1)],
+    match_length=[bool],
     random_state=["random_state"],
 )
 def make_preferences(n: int = 500, *, tasks: Sequence[str] = PREFERENCE_TASKS, weights: Sequence[float] | None = None,
-                     rambling_fraction: float = 0.4, random_state: Any = 0) -> PreferenceData:
+                     rambling_fraction: float = 0.4, match_length: bool = False,
+                     random_state: Any = 0) -> PreferenceData:
     """Generate ``n`` preference triples with verifiable answers (see the module docstring).
 
     Parameters
@@ -319,6 +330,10 @@ def make_preferences(n: int = 500, *, tasks: Sequence[str] = PREFERENCE_TASKS, w
         Relative share of each task (default: arithmetic counts twice, e.g. 0.4 / 0.2 / 0.2 / 0.2).
     rambling_fraction : float in [0, 1], default=0.4
         Share of rejected responses that are correct but rambling (the rest are wrong and concise).
+    match_length : bool, default=False
+        Pairs without a length shortcut: every rejected response is a wrong answer of the chosen answer's
+        character count (no rambling rejects, so ``rambling_fraction`` must be 0), so only correctness
+        separates chosen from rejected (issue 47: with rambling rejects, length alone ranks most pairs).
     random_state : int, Generator or None, default=0
 
     Returns
@@ -337,6 +352,9 @@ def make_preferences(n: int = 500, *, tasks: Sequence[str] = PREFERENCE_TASKS, w
         weights = [2.0 if t == "arithmetic" else 1.0 for t in tasks]
     if len(weights) != len(tasks):
         raise ConfigError(f"make_preferences needs one weight per task. Got {len(weights)} for {len(tasks)} tasks.")
+    if match_length and rambling_fraction > 0:
+        raise ConfigError(f"make_preferences with match_length=True makes no rambling rejects, so "
+                          f"'rambling_fraction' must be 0. Got {rambling_fraction!r}.")
     rng = check_random_state(random_state, owner="make_preferences")
     w = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
     counts = np.floor(w * n).astype(int)
@@ -345,13 +363,13 @@ def make_preferences(n: int = 500, *, tasks: Sequence[str] = PREFERENCE_TASKS, w
     for task, k in zip(tasks, counts):
         for prompt, ans, key, ctx in _items(task, rng, int(k)):
             ramble = rng.random() < rambling_fraction
-            rej = _RAMBLE[task].format(a=ans, **ctx) if ramble else _wrong(task, ans, rng)
+            rej = _RAMBLE[task].format(a=ans, **ctx) if ramble else _wrong(task, ans, rng, match_length)
             rows.append((prompt, ans, rej, task, ans, "rambling" if ramble else "wrong", key))
     order = rng.permutation(len(rows))
     cols = list(zip(*[rows[i] for i in order]))
     data = PreferenceData(*[list(c) for c in cols], provenance={
         "generator": "trustlab.data.prefs.make_preferences", "n": n, "tasks": tasks, "weights": list(map(float, w)),
-        "rambling_fraction": rambling_fraction, "random_state": repr(random_state),
+        "rambling_fraction": rambling_fraction, "match_length": match_length, "random_state": repr(random_state),
         "capitals": "trustlab/data/_files/capital_facts.jsonl"})
     return data
 

@@ -1,20 +1,23 @@
 """Experiment ``fpo``: feature-level constrained preference optimisation vs DPO, SimPO and TDPO on SmolLM2-135M.
 
-Claims (issue 24, spec section 5), pre-registered before the first default-mode run:
-(C1a) efficiency, time: FPO's median step time <= 1.15x SimPO's and <= 0.8x TDPO-2's; (C1b) efficiency,
-memory: FPO's peak-RSS increase over a loaded-model baseline <= 1.1x SimPO's and <= 0.8x TDPO-2's, both
-with LoRA on all layers, each method in a fresh process; (C2) parity: FPO's held-out preference accuracy
->= 80 % and >= DPO's - 3 points (mean over the seeds); (C3) constraint: FPO's held-out sequential
-KL(pi_ref || pi_theta) <= 0.8x SimPO's, with accuracy within 3 points of SimPO's; (C4) offline cache exact:
-the FPO loss from the offline caches equals the online-reference loss within 1e-5 and so do the feature
-distances D (relative; float64 copy, trained adapter so policy != reference); (C5) FPO's training loss goes down (mean of the last 3 steps < first 3).
-The GPT-4 win-rate and 9B claims cannot be shown here. Every method trains on the same pairs, LoRA config,
-steps, learning rate and seeds (no per-method tuning; the paper's loss hyper-parameters).
-Premises (issue 39): pre-feature-term (the feature term carries >= 10 % of the loss gradient; C2, C3, C5 rest
-on it) and pre-c4-sees-features (C4 rests on it); KNOCKOUT alpha=0 (length-normalised DPO).
+Claims (issue 24, spec section 5), pre-registered before the first default-mode run: (C2) parity: FPO's
+held-out preference accuracy >= 80 % and >= DPO's - 3 points (mean over the seeds; C2n, secondary: the same
+with the length-normalised margin); (C3) constraint: FPO's held-out sequential KL(pi_ref || pi_theta) <= 0.8x
+SimPO's, with accuracy within 3 points of SimPO's; (C4) offline cache exact: the FPO loss from the offline
+caches equals the online-reference loss within 1e-5 and so do the feature distances D (relative; float64
+copy, trained adapter so policy != reference); (C5) FPO's training loss goes down (mean of the last 3 steps <
+first 3). The efficiency claims (C1a time, C1b memory) are measured in ``benchmarks/fpo.py`` with identical
+steps for every method (issue 47). The GPT-4 win-rate and 9B claims cannot be shown here. Every method trains
+on the same pairs, LoRA config, steps, learning rate and seeds (no per-method tuning; the paper's loss
+hyper-parameters), and every method runs every seed.
+Premises (issues 39, 47): pre-feature-term (the feature term carries >= 10 % of the loss gradient),
+pre-no-shortcut (the base model itself ranks <= 65 % of the held-out pairs correctly, by summed and by
+length-normalised log-probability, so held-out accuracy measures what training learned), pre-dpo-learns
+(DPO's held-out accuracy in [65 %, 95 %]: off the floor and the ceiling) and pre-c4-sees-features (C4 rests
+on it); KNOCKOUT alpha=0 (length-normalised DPO).
 Issue 47: D is measured in the raw activation units (``feature_units="raw"``, ``D / s^2``), the scale of the
-paper's Gemma Scope SAEs where alpha = 0.5 was set; in the SAE's unit-norm units the term was ~0.1 % of the
-gradient and FPO was length-normalised DPO (``feature_units=normalised`` reproduces that setting).
+paper's Gemma Scope SAEs where alpha = 0.5 was set; the pairs are length-matched (``match_length``, chosen by
+the rule of ``scripts/fpo_pilot.py`` on pilot seed 100).
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ class Config(ExperimentConfig):
     model: str = "smollm2-135m-instruct"  # or "tiny" (random 4-block llama, SmolLM2 tokenizer)
     n_pairs: int = 400
     n_test: int = 80
+    tasks: tuple[str, ...] = ("arithmetic", "capitals", "units", "one_word")
+    rambling_fraction: float = 0.4
+    match_length: bool = False  # length-matched pairs (issue 47): every rejected is a wrong answer of equal length
     system: str = "Answer briefly."
     lora_layers: str = "top4"
     lora_r: int = 8
@@ -65,69 +71,36 @@ class Config(ExperimentConfig):
     sae_steps: int = 600
     fpo_k: int = 32
     seeds: tuple[int, ...] = (0, 1, 2)
-    multi_seed: tuple[str, ...] = ("dpo", "fpo")  # the other methods run the first seed only (time)
-    n_gen: int = 30
-    efficiency: bool = True
-    eff_pairs: int = 16
-    eff_batch: int = 4
-    eff_steps: int = 5
+    n_gen: int = 30  # held-out prompts sampled per (method, seed)
+    n_samples: int = 5  # samples per prompt at T = 1 (distinct-2, sampled reward)
+    gen_tokens: int = 16
 
     @classmethod
     def quick(cls) -> Config:
         """Mechanics only: a random tiny model, 40 pairs, 10 steps, SAE width 256, one seed."""
         return cls(model="tiny", n_pairs=40, n_test=10, lora_layers="top2", lora_r=4, steps=10, batch_size=4,
                    lr=1e-3, warmup_steps=0, sae_width=256, sae_k=16, sae_steps=100, fpo_k=16, seeds=(0,), n_gen=4,
-                   efficiency=False)
+                   n_samples=2, gen_tokens=8)
 
     def validate(self) -> None:
         super().validate()
         from trustlab.core.constraints import Interval, Options, validate_value
 
         for name in ("n_pairs", "n_test", "steps", "batch_size", "sae_width", "sae_k", "sae_steps", "fpo_k",
-                     "eff_pairs", "eff_batch", "eff_steps", "lora_r"):
+                     "n_samples", "gen_tokens", "lora_r"):
             validate_value("fpo.Config", name, getattr(self, name), [Interval(int, 1, None)])
         validate_value("fpo.Config", "n_gen", self.n_gen, [Interval(int, 0, None)])
         validate_value("fpo.Config", "alpha", self.alpha, [Interval("real", 0, None)])  # 0 is the KNOCKOUT
         validate_value("fpo.Config", "feature_units", self.feature_units, [Options(("raw", "normalised"))])
-
-
-# -- setup ---------------------------------------------------------------------------------------------
-def _load(cfg: Config) -> tuple[Any, Any]:
-    from trustlab.llm import load_model, tiny_random_llama
-
-    if cfg.model == "tiny":
-        return tiny_random_llama(n_layers=4)
-    return load_model(cfg.model)
-
-
-def _data(cfg: Config, tok: Any) -> dict[str, Any]:
-    from trustlab.data.prefs import make_preferences
-    from trustlab.llm import tokenize_preferences
-
-    train_d, test_d = make_preferences(cfg.n_pairs, random_state=cfg.seeds[0]).split(cfg.n_test)
-    tk = lambda d: tokenize_preferences(tok, d.prompts, d.chosen, d.rejected, system=cfg.system)  # noqa: E731
-    return {"train_d": train_d, "test_d": test_d, "pairs": tk(train_d), "held": tk(test_d)}
-
-
-def _objective(method: str, cfg: Config, st: dict[str, Any], fwd: Any, pairs: Any, ref: Any, feats: Any) -> Any:
-    from trustlab.llm import PreferenceObjective
-    from trustlab.methods.fpo import FPOObjective, TDPOObjective
-
-    if method == "fpo":
-        return FPOObjective(fwd, pairs, st["sae"], beta=cfg.beta, alpha=cfg.alpha, k=cfg.fpo_k, reference=ref,
-                            features=feats, units=cfg.feature_units)
-    if method == "tdpo2":
-        return TDPOObjective(fwd, pairs, beta=cfg.beta, alpha=cfg.tdpo_alpha)
-    if method == "simpo":
-        return PreferenceObjective(fwd, pairs, loss="simpo", beta=cfg.simpo_beta, gamma=cfg.simpo_gamma)
-    loss = "dpo_norm" if method == "dpo_norm" else "dpo"
-    return PreferenceObjective(fwd, pairs, loss=loss, beta=cfg.beta, reference="online" if method == "dpo_online"
-                               else ref)
+        validate_value("fpo.Config", "rambling_fraction", self.rambling_fraction, [Interval("real", 0, 1)])
+        for t in self.tasks:
+            validate_value("fpo.Config", "tasks", t, [Options(("arithmetic", "capitals", "units", "one_word"))])
 
 
 def run(cfg: Config, ctx: RunContext) -> Result:
     """Every (method, seed) run is one executor task (issue 46; :mod:`._fpo_jobs`: each worker builds the
-    caches and the SAE once); C4's exactness check and the efficiency children run here afterwards."""
+    caches and the SAE once); C4's exactness check runs here afterwards. Step time and memory per method are
+    measured in ``benchmarks/fpo.py`` (issue 47), not here."""
     import functools
     import time
 
@@ -139,162 +112,21 @@ def run(cfg: Config, ctx: RunContext) -> Result:
     res.summary.update(info)
     res.summary["timing_s"] = {"setup": time.perf_counter() - t0}
     ctx.check_budget("caches and SAE")
-    units = [(m, s) for m in METHODS for s in (cfg.seeds if m in cfg.multi_seed else cfg.seeds[:1])]
+    units = [(m, s) for m in METHODS for s in cfg.seeds]
     done = ctx.map(functools.partial(J.unit_job, cfg), units, desc="fpo: methods x seeds",
                    resources={"num_gpus": "auto"})
+    fpo_state = None
     for out in done:
         res.records.extend(out["records"])
         if out["feature_term"] is not None:
             res.summary["feature_term"] = out["feature_term"]
         if out["fpo_state"] is not None:
-            st["fpo_state"] = out["fpo_state"]
+            fpo_state = out["fpo_state"]
     ctx.check_budget(f"{len(units)} runs")
-    res.summary["exactness"] = _exactness(cfg, st)
-    if cfg.efficiency:
-        res.summary["efficiency"] = _efficiency(cfg, res)
+    res.summary["timing_s"]["units"] = time.perf_counter() - t0 - res.summary["timing_s"]["setup"]
+    res.summary["exactness"] = J.exactness(cfg, st, fpo_state)
     res.summary["timing_s"]["total"] = time.perf_counter() - t0
     return res
-
-
-def _setup(cfg: Config, res: Result) -> dict[str, Any]:
-    from trustlab.llm import PolicyForward, ReferenceCache, add_lora
-    from trustlab.methods import fpo
-
-    model, tok = _load(cfg)
-    st: dict[str, Any] = {"tok": tok, **_data(cfg, tok)}
-    pol = add_lora(model, layers=cfg.lora_layers, r=cfg.lora_r, alpha=cfg.lora_alpha, random_state=cfg.seeds[0])
-    st["pol"] = pol
-    st["fwd"] = PolicyForward(pol, st["pairs"].sequences)
-    st["fwd_held"] = PolicyForward(pol, st["held"].sequences)
-    st["ref"] = ReferenceCache.compute(st["fwd"])
-    st["ref_held"] = ReferenceCache.compute(st["fwd_held"])
-    acts = fpo.collect_activations(st["fwd"])
-    sae, rep = fpo.train_sae(acts, width=cfg.sae_width, k=cfg.sae_k, steps=cfg.sae_steps, random_state=cfg.seeds[0])
-    st["sae"] = sae
-    st["feats"] = fpo.FeatureCache.compute(st["fwd"], sae)
-    st["feats_held"] = fpo.FeatureCache.compute(st["fwd_held"], sae)
-    res.summary["sae"] = {"fve": rep.fve, "l0": rep.l0, "dead_fraction": rep.dead_fraction, "n_tokens": len(acts),
-                          "eval_tokens": rep.n_tokens, "fingerprint": sae.fingerprint()[:16]}
-    res.summary["data"] = {"train_pairs": st["pairs"].n_pairs, "test_pairs": st["held"].n_pairs,
-                           "max_len": int(st["pairs"].sequences.input_ids.shape[1]), "replay_k": st["fwd"].k_top}
-    return st
-
-
-def _one(cfg: Config, res: Result, st: dict[str, Any], method: str, seed: int) -> None:
-    from trustlab.llm import evaluate_generations, preference_accuracy, reset_lora, train
-    from trustlab.methods import fpo
-
-    pol, fwd_h, held = st["pol"], st["fwd_held"], st["held"]
-    reset_lora(pol, seed)
-    rec: dict[str, float] = {}
-    if method != "sft":
-        obj = _objective(method, cfg, st, st["fwd"], st["pairs"], st["ref"], st["feats"])
-        hist = train(pol, obj, steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, warmup_steps=cfg.warmup_steps,
-                     random_state=seed)
-        rec["step_time_s"] = hist.median_step_time(min(2, len(hist.loss) - 1))
-        rec["loss_first3"], rec["loss_last3"] = float(np.mean(hist.loss[:3])), float(np.mean(hist.loss[-3:]))
-        if method == "fpo" and seed == cfg.seeds[0]:
-            st["fpo_state"] = {n: p.detach().clone() for n, p in pol.named_parameters() if "lora_" in n}
-            res.summary["feature_term"] = feature_share(obj, st["pairs"].n_pairs)
-    acc = preference_accuracy(fwd_h, held, reference=st["ref_held"], beta=cfg.beta)
-    n = held.n_pairs
-    c_rows, r_rows = held.rows(np.arange(n))
-    kl = fpo.reference_kl(fwd_h, c_rows)
-    rec.update(accuracy=acc.accuracy, kl=kl.mean_kl, entropy=float(kl.entropy.mean()),
-               feature_mse=float(fpo.feature_mse(fwd_h, st["sae"], st["feats_held"], r_rows, k=cfg.fpo_k,
-                                                        units=cfg.feature_units).mean()))
-    if cfg.n_gen and seed == cfg.seeds[0]:
-        td = st["test_d"].subset(list(range(min(cfg.n_gen, len(st["test_d"])))))
-        ev = evaluate_generations(pol, st["tok"], td.prompts, lambda rs: td.reward(rs), system=cfg.system,
-                                  max_new_tokens=12, batch_size=20)
-        rec["reward"] = ev.mean_reward
-    for metric, v in rec.items():
-        res.add(method=method, dataset="prefs", seed=seed, metric=metric, value=float(v))
-
-
-def _exactness(cfg: Config, st: dict[str, Any]) -> dict[str, float]:
-    """C4: offline-cache FPO loss vs online-reference FPO loss on a float64 copy with the trained FPO adapter."""
-    import copy
-
-    import torch
-
-    from trustlab.llm import PolicyForward, tokenize_preferences
-    from trustlab.methods import fpo
-
-    d = st["train_d"].subset(list(range(8)))
-    pairs = tokenize_preferences(st["tok"], d.prompts, d.chosen, d.rejected, system=cfg.system)
-    pol = st["pol"]
-    if "fpo_state" in st:
-        with torch.no_grad():
-            for n, p in pol.named_parameters():
-                if n in st["fpo_state"]:
-                    p.copy_(st["fpo_state"][n])
-    m64 = copy.deepcopy(pol).double()
-    sae64 = copy.deepcopy(st["sae"]).double()
-    fwd = PolicyForward(m64, pairs.sequences)
-    kw = {"beta": cfg.beta, "alpha": cfg.alpha, "k": cfg.fpo_k, "units": cfg.feature_units}
-    off = fpo.FPOObjective(fwd, pairs, sae64, **kw)
-    on = fpo.FPOObjective(fwd, pairs, sae64, reference="online", features="online", **kw)
-    rows = np.arange(pairs.n_pairs)
-    with torch.no_grad():
-        a, b = off(rows), on(rows)
-        on.alpha = 0.0  # the same loss without the feature term: how much of it C4 can see
-        b0 = on(rows)
-    del m64
-    d_diff = max(abs(a.metrics[m] - b.metrics[m]) / max(1.0, abs(b.metrics[m]))
-                 for m in ("feature_mse_chosen", "feature_mse_rejected"))
-    return {"offline": float(a.loss), "online": float(b.loss), "abs_diff": abs(float(a.loss) - float(b.loss)),
-            "feature_mse_rejected": b.metrics["feature_mse_rejected"], "feature_rel_diff": d_diff,
-            "feature_effect": abs(float(b.loss) - float(b0.loss))}
-
-
-# -- efficiency: all-layers LoRA, one fresh process per method -----------------------------------------
-def _efficiency(cfg: Config, res: Result) -> dict[str, Any]:
-    from trustlab.llm import measure_peak_rss
-
-    out: dict[str, Any] = {}
-    c = cfg.to_dict()
-    for method in ("baseline", "simpo", "tdpo2", "fpo"):
-        r = measure_peak_rss(_efficiency_child, method, c)
-        out[method] = {"peak_mb": r.peak_mb, "step_time_s": r.value}
-        if method != "baseline":
-            res.add(method=method, dataset="prefs", seed=cfg.seeds[0], metric="all_layers_step_time_s",
-                    value=float(r.value))
-    for method in ("simpo", "tdpo2", "fpo"):
-        out[method]["rss_increase_mb"] = out[method]["peak_mb"] - out["baseline"]["peak_mb"]
-        res.add(method=method, dataset="prefs", seed=cfg.seeds[0], metric="rss_increase_mb",
-                value=float(out[method]["rss_increase_mb"]))
-    return out
-
-
-def _efficiency_child(method: str, c: dict[str, Any]) -> float:
-    """In a fresh process: load, LoRA on all layers, offline caches, then time ``eff_steps`` steps."""
-    import torch
-
-    from trustlab.llm import PolicyForward, ReferenceCache, add_lora, train
-    from trustlab.methods import fpo
-
-    cfg = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()})
-    torch.set_num_threads(1)
-    model, tok = _load(cfg)
-    st: dict[str, Any] = {"tok": tok, **_data(cfg, tok)}
-    from trustlab.llm import tokenize_preferences
-
-    d = st["train_d"].subset(list(range(cfg.eff_pairs)))
-    pairs = tokenize_preferences(tok, d.prompts, d.chosen, d.rejected, system=cfg.system)
-    pol = add_lora(model, layers="all", r=cfg.lora_r, alpha=cfg.lora_alpha, random_state=0)
-    fwd = PolicyForward(pol, pairs.sequences)
-    if method == "baseline":
-        return 0.0
-    ref = feats = None
-    if method == "fpo":
-        acts = fpo.collect_activations(fwd)
-        st["sae"], _ = fpo.train_sae(acts, width=cfg.sae_width, k=cfg.sae_k, steps=20, random_state=0)
-        feats = fpo.FeatureCache.compute(fwd, st["sae"])
-        ref = ReferenceCache.compute(fwd)
-    obj = _objective(method, cfg, st, fwd, pairs, ref, feats)
-    hist = train(pol, obj, steps=cfg.eff_steps + 1, batch_size=cfg.eff_batch, lr=cfg.lr, random_state=0)
-    return hist.median_step_time(1)
 
 
 # -- claims --------------------------------------------------------------------------------------------
@@ -304,32 +136,21 @@ def _mean(r: Result, method: str, metric: str) -> float | None:
     return None if sub.empty else float(sub["value"].mean())
 
 
-def _c1a(r: Result) -> CheckResult:
-    e = r.summary.get("efficiency")
-    if not e:
-        return CheckResult(None, None, "FPO <= 1.15x SimPO and <= 0.8x TDPO-2", detail="efficiency not run")
-    f, s, t = (e[m]["step_time_s"] for m in ("fpo", "simpo", "tdpo2"))
-    obs = (round(f / s, 3), round(f / t, 3))
-    return CheckResult(obs[0] <= 1.15 and obs[1] <= 0.8, obs, "(<= 1.15, <= 0.8)", unit="x (FPO/SimPO, FPO/TDPO-2)",
-                       detail=f"median step s: FPO {f:.3f}, SimPO {s:.3f}, TDPO-2 {t:.3f}")
+def _per_seed(r: Result, method: str, metric: str) -> str:
+    df = r.to_frame()
+    sub = df[(df["method"] == method) & (df["metric"] == metric)].sort_values("seed")
+    return "/".join(f"{100 * v:.1f}" for v in sub["value"])
 
 
-def _c1b(r: Result) -> CheckResult:
-    e = r.summary.get("efficiency")
-    if not e:
-        return CheckResult(None, None, "FPO <= 1.1x SimPO and <= 0.8x TDPO-2", detail="efficiency not run")
-    f, s, t = (max(e[m]["rss_increase_mb"], 1e-6) for m in ("fpo", "simpo", "tdpo2"))
-    obs = (round(f / s, 3), round(f / t, 3))
-    return CheckResult(obs[0] <= 1.1 and obs[1] <= 0.8, obs, "(<= 1.1, <= 0.8)", unit="x (FPO/SimPO, FPO/TDPO-2)",
-                       detail=f"peak-RSS increase MB: FPO {f:.0f}, SimPO {s:.0f}, TDPO-2 {t:.0f}")
-
-
-def _c2(r: Result) -> CheckResult:
-    f, d = _mean(r, "fpo", "accuracy"), _mean(r, "dpo", "accuracy")
-    if f is None or d is None:
-        return CheckResult(None, None, ">= 80 and >= DPO - 3")
-    return CheckResult(f >= 0.80 and f >= d - 0.03, round(100 * f, 1), f">= 80 and >= {100 * d - 3:.1f}",
-                       baseline=round(100 * d, 1), unit="% held-out accuracy (mean over seeds)")
+def _parity(metric: str) -> Any:
+    def check(r: Result) -> CheckResult:
+        f, d = _mean(r, "fpo", metric), _mean(r, "dpo", metric)
+        if f is None or d is None:
+            return CheckResult(None, None, ">= 80 and >= DPO - 3")
+        return CheckResult(f >= 0.80 and f >= d - 0.03, round(100 * f, 1), f">= 80 and >= {100 * d - 3:.1f}",
+                           baseline=round(100 * d, 1), unit="% held-out accuracy (mean over seeds)",
+                           detail=f"per seed: FPO {_per_seed(r, 'fpo', metric)}, DPO {_per_seed(r, 'dpo', metric)}")
+    return check
 
 
 def _c3(r: Result) -> CheckResult:
@@ -388,13 +209,41 @@ def _pre_c4(r: Result) -> CheckResult:
                        f"({v:.3g}) cannot show through it unless the term is >= {C4_VISIBLE:g}x the tolerance")
 
 
+SHORTCUT_MAX = 0.65  # the base model's own ranking of held-out pairs, by either definition
+LEARN_RANGE = (0.65, 0.95)  # DPO's held-out accuracy (mean over seeds): off the floor and off the ceiling
+
+
+def _pre_shortcut(r: Result) -> CheckResult:
+    b = r.summary.get("base_ranking")
+    if not b:
+        return CheckResult(None, None, f"<= {100 * SHORTCUT_MAX:.0f}")
+    worst = max(b["summed"], b["normalised"])
+    return CheckResult(worst <= SHORTCUT_MAX, round(100 * worst, 1), f"<= {100 * SHORTCUT_MAX:.0f}",
+                       unit="% of held-out pairs the base model ranks correctly (max of summed, length-normalised)",
+                       detail=f"summed log-prob {100 * b['summed']:.1f} %, per-token {100 * b['normalised']:.1f} % "
+                       f"of {int(b['n_pairs'])} pairs")
+
+
+def _pre_learns(r: Result) -> CheckResult:
+    d = _mean(r, "dpo", "accuracy")
+    lo, hi = LEARN_RANGE
+    if d is None:
+        return CheckResult(None, None, f"in [{100 * lo:.0f}, {100 * hi:.0f}]")
+    return CheckResult(lo <= d <= hi, round(100 * d, 1), f"in [{100 * lo:.0f}, {100 * hi:.0f}]",
+                       unit="% DPO held-out accuracy (mean over seeds)",
+                       detail=f"per seed {_per_seed(r, 'dpo', 'accuracy')}")
+
+
 def _setting(c: dict[str, Any]) -> str:
-    return (f"{c['model']}, {c['n_pairs'] - c['n_test']} generated train / {c['n_test']} held-out pairs, LoRA r="
-            f"{c['lora_r']} on {c['lora_layers']}, {c['steps']} steps x {c['batch_size']} pairs, lr {c['lr']} "
-            "for every method (paper: Gemma-2-2B/9B on UltraFeedback, full fine-tuning, lr 5e-7)")
+    data = "length-matched" if c.get("match_length") else "generated"
+    return (f"{c['model']}, {c['n_pairs'] - c['n_test']} {data} train / {c['n_test']} held-out pairs "
+            f"({', '.join(c.get('tasks', []))}), LoRA r={c['lora_r']} on {c['lora_layers']}, {c['steps']} steps x "
+            f"{c['batch_size']} pairs, lr {c['lr']} for every method (paper: Gemma-2-2B/9B on UltraFeedback, full "
+            "fine-tuning, lr 5e-7)")
 
 
 _FEAT = ("pre-feature-term",)
+_TASK = ("pre-feature-term", "pre-no-shortcut", "pre-dpo-learns")
 
 CLAIMS = [
     Premise("pre-feature-term", f"The feature term is a material part of the FPO loss: >= {100 * FEATURE_SHARE:.0f} % "
@@ -404,18 +253,17 @@ CLAIMS = [
     Premise("pre-c4-sees-features", f"C4 can see the feature cache: the feature term moves C4's loss by >= "
             f"{C4_VISIBLE * 1e-5:g} ({C4_VISIBLE:g}x C4's tolerance)", _pre_c4,
             scale_note="the 8 pairs and float64 copy of C4, trained FPO adapter"),
-    Claim("C1a", "Efficiency (time): FPO's median step time <= 1.15x SimPO's and <= 0.8x TDPO-2's (LoRA on all "
-          "layers, fresh process per method)", _c1a, modes=("default", "paper"), timed=True,
-          scale_note=lambda c: f"{c['eff_steps']} timed steps of {c['eff_batch']} pairs after 1 warm-up; one "
-          "process per method, 1 thread; paper: single H100 (Fig. 4)"),
-    Claim("C1b", "Efficiency (memory): FPO's peak-RSS increase over the loaded model <= 1.1x SimPO's and <= 0.8x "
-          "TDPO-2's (LoRA on all layers, fresh process per method)", _c1b, modes=("default", "paper"), timed=True,
-          scale_note="peak RSS (VmHWM) of a spawned process minus that of one that only loads model and data; "
-          "paper: GPU memory, FPO ~17 % below TDPO-2"),
+    Premise("pre-no-shortcut", f"The pairs carry no shortcut: the base model itself ranks <= {100 * SHORTCUT_MAX:.0f} % "
+            "of the held-out pairs correctly (summed and length-normalised log-probability)", _pre_shortcut,
+            scale_note="the reference model (adapters off) on the held-out pairs"),
+    Premise("pre-dpo-learns", f"Training learns the task: DPO's held-out accuracy is in [{100 * LEARN_RANGE[0]:.0f}, "
+            f"{100 * LEARN_RANGE[1]:.0f}] % (off the floor and the ceiling)", _pre_learns, scale_note=_setting),
     Claim("C2", "Parity: FPO's held-out preference accuracy >= 80 % and >= DPO's - 3 points (mean over seeds)",
-          _c2, modes=("default", "paper"), scale_note=_setting, paper_value=64.1, requires=_FEAT),
+          _parity("accuracy"), modes=("default", "paper"), scale_note=_setting, paper_value=64.1, requires=_TASK),
+    Claim("C2n", "Parity with the length-normalised margin: the same rule on per-token implicit rewards",
+          _parity("accuracy_norm"), modes=("default", "paper"), scale_note=_setting, secondary=True, requires=_TASK),
     Claim("C3", "Constraint: FPO's held-out sequential KL(pi_ref || pi_theta) <= 0.8x SimPO's, at accuracy within "
-          "3 points of SimPO's", _c3, modes=("default", "paper"), scale_note=_setting, requires=_FEAT),
+          "3 points of SimPO's", _c3, modes=("default", "paper"), scale_note=_setting, requires=_TASK),
     Claim("C4", "Offline caches are exact: offline FPO loss equals the online-reference FPO loss within 1e-5, and "
           "the feature distances D (chosen and rejected) agree within 1e-5 relative (float64 copy, trained FPO "
           "adapter)", _c4,
@@ -441,18 +289,28 @@ def PLOTS(result: Result) -> dict[str, Any]:
     ax.set_ylabel("held-out preference accuracy (%)")
     ax.set_title("accuracy vs KL to the reference (mean over seeds)", fontsize=9)
     out["accuracy_vs_kl"] = fig
-    e = result.summary.get("efficiency")
-    if e:
-        names = [m for m in ("simpo", "tdpo2", "fpo") if m in e]
-        fig, axes = new_figure(7.0, 3.2)
-        fig.clf()
-        a1, a2 = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
-        a1.bar(names, [e[m]["step_time_s"] for m in names])
-        a1.set_ylabel("median step time (s)")
-        a2.bar(names, [e[m]["rss_increase_mb"] for m in names])
-        a2.set_ylabel("peak-RSS increase (MB)")
-        for a in (a1, a2):
-            a.tick_params(axis="x", labelsize=7)
-        fig.suptitle("LoRA on all layers, fresh process per method", fontsize=9)
-        out["efficiency"] = fig
+    out["methods"] = _methods_plot(result)
     return out
+
+
+def _methods_plot(result: Result) -> Any:
+    """Per method: both accuracy definitions and distinct-2, every seed a dot."""
+    from trustlab.results.plots import new_figure
+
+    df = result.to_frame()
+    fig, _ = new_figure(8.0, 3.2)
+    fig.clf()
+    for j, (metric, label) in enumerate((("accuracy", "accuracy, summed margin (%)"),
+                                         ("accuracy_norm", "accuracy, per-token margin (%)"),
+                                         ("distinct2", "distinct-2 of samples"))):
+        ax = fig.add_subplot(1, 3, j + 1)
+        for i, m in enumerate(METHODS):
+            v = df[(df["method"] == m) & (df["metric"] == metric)]["value"].to_numpy(dtype=float)
+            v = v * (100 if metric != "distinct2" else 1)
+            if len(v):
+                ax.bar([i], [np.nanmean(v)] if not np.all(np.isnan(v)) else [0], color="0.8")
+                ax.scatter([i] * len(v), v, s=8, color="k")
+        ax.set_xticks(range(len(METHODS)), METHODS, rotation=60, fontsize=6)
+        ax.set_title(label, fontsize=8)
+    fig.tight_layout()
+    return fig

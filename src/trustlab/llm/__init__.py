@@ -114,6 +114,7 @@ _LAZY: dict[str, str] = {
 
     "preference_accuracy": "evaluate",
     "evaluate_generations": "evaluate",
+    "distinct_n": "evaluate",
 
 
     "measure_peak_rss": "resources",

@@ -5,6 +5,7 @@
 * :func:`evaluate_generations`: batched greedy or sampled generation through the chat template
   (:func:`trustlab.llm.generate`) scored by any reward function, e.g. the verifiable rewards of
   :class:`trustlab.data.prefs.PreferenceData`.
+* :func:`distinct_n`: the share of distinct word n-grams among responses (diversity of samples).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from trustlab.llm.sites import unwrap
 
 torch = require("torch", purpose="trustlab.llm evaluation")
 
-__all__ = [ "evaluate_generations", "preference_accuracy"]
+__all__ = ["distinct_n", "evaluate_generations", "preference_accuracy"]
 
 
 @dataclass(frozen=True)
@@ -191,3 +192,23 @@ def evaluate_generations(model: Any, tokenizer: Any, prompts: Sequence[str],
     rewards = np.stack(scores, axis=1)
     responses = [[rounds[j][i] for j in range(n_samples)] for i in range(len(prompts))]
     return GenerationEval(responses, rewards, float(rewards.mean()))
+
+
+@validate_args(texts=[SequenceOf(str)], n=[Interval(int, 1, None)])
+def distinct_n(texts: Sequence[str], *, n: int = 2) -> float:
+    """Distinct-n of ``texts``: the number of distinct word n-grams over the total number of word n-grams,
+    pooled over all texts (words are lower-cased whitespace tokens; an n-gram never spans two texts).
+
+    Returns NaN when no text has ``n`` words (there is nothing to be diverse). Use it on several samples of
+    one prompt to measure sampling diversity (the spec's distinct-2 of 5 samples at T = 1).
+
+    Examples
+    --------
+    >>> distinct_n(["the cat sat", "the cat ran"], n=2)
+    0.75
+    """
+    grams = []
+    for t in texts:
+        w = str(t).lower().split()
+        grams += [tuple(w[i:i + n]) for i in range(len(w) - n + 1)]
+    return float(len(set(grams)) / len(grams)) if grams else float("nan")
