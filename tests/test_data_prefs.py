@@ -32,6 +32,20 @@ def test_generation_is_deterministic_and_verifiable():
     assert all(len(r.split()) > 10 for r, k in zip(a.rejected, a.kinds) if k == "rambling")
 
 
+def test_length_matched_pairs_carry_no_length_signal():
+    """match_length (issue 47): every rejected is wrong, numbers keep their digit count, words the nearest length."""
+    d = make_preferences(300, rambling_fraction=0.0, match_length=True, random_state=3)
+    assert set(d.kinds) == {"wrong"} and np.all(d.reward(d.rejected) == 0.0) and np.all(d.reward(d.chosen) == 1.0)
+    num = [i for i, t in enumerate(d.tasks) if t in ("arithmetic", "units")]
+    assert num and all(len(d.chosen[i]) == len(d.rejected[i]) for i in num)
+    assert np.mean([len(c) == len(r) for c, r in zip(d.chosen, d.rejected)]) > 0.9
+    assert d.provenance["match_length"] is True
+    plain = make_preferences(300, rambling_fraction=0.0, random_state=3)
+    assert np.mean([len(c) == len(r) for c, r in zip(plain.chosen, plain.rejected)]) < 0.9
+    with pytest.raises(ConfigError, match="rambling_fraction"):
+        make_preferences(10, match_length=True)  # the default 0.4 rambling would bring the length shortcut back
+
+
 def test_split_keeps_facts_on_one_side():
     d = make_preferences(300, random_state=2)
     train, test = d.split(60, random_state=0)

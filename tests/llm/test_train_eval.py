@@ -69,3 +69,16 @@ def test_peak_rss_in_a_fresh_process():
     assert big.peak_mb - small.peak_mb > 700  # the high-water mark sees the 800 MB block
     # and not this (torch-sized) parent's memory, which ru_maxrss would carry over fork + exec
     assert small.peak_mb < 300 and small.source in ("VmHWM", "ru_maxrss")
+
+
+def test_distinct_n():
+    from trustlab.core.exceptions import TrustlabError
+    from trustlab.llm import distinct_n
+
+    assert distinct_n(["a b c", "a b d"], n=2) == 0.75  # bigrams ab bc ab bd: 3 distinct of 4
+    assert distinct_n(["The cat", "the CAT"], n=2) == 0.5  # lower-cased
+    assert distinct_n(["x y"], n=1) == 1.0 and np.isnan(distinct_n(["one", ""], n=2))  # no bigram at all
+    with pytest.raises(TrustlabError, match="'n'"):
+        distinct_n(["a b"], n=0)
+    with pytest.raises(TrustlabError, match="texts"):
+        distinct_n("a b c", n=2)

@@ -442,3 +442,29 @@ def test_fpo_premises_on_hand_made_summaries():
                                  "loss_share": 0.1, "n_pairs": 8.0}
     r.summary["exactness"] = {"feature_effect": 5e-4}
     assert exp._pre_feature(r).passed is True and exp._pre_c4(r).passed is False
+
+
+def test_fpo_task_premises_and_base_ranking():
+    """pre-no-shortcut reads the base model's own ranking (max of summed and per-token); pre-dpo-learns needs
+    DPO off the floor and the ceiling; base_ranking counts chosen above rejected."""
+    import types
+
+    import torch
+
+    from trustlab.experiments import _fpo_jobs as J
+    from trustlab.experiments import fpo as exp
+    from trustlab.results.result import Result
+
+    ref = types.SimpleNamespace(sum=torch.tensor([-5.0, -9.0, -7.0, -6.0]), n_tokens=torch.tensor([5, 1, 2, 1]))
+    b = J.base_ranking(ref, 2)  # pairs (chosen -5 vs rejected -7) and (-9 vs -6): summed ranks 1 of 2
+    assert b["summed"] == 0.5 and b["normalised"] == 0.5 and b["n_pairs"] == 2
+    r = Result("fpo", "", exp.Config.quick().to_dict())
+    assert exp._pre_shortcut(r).passed is None and exp._pre_learns(r).passed is None
+    r.summary["base_ranking"] = {"summed": 0.6, "normalised": 0.7, "n_pairs": 80.0}
+    assert exp._pre_shortcut(r).passed is False
+    r.summary["base_ranking"]["normalised"] = 0.5
+    assert exp._pre_shortcut(r).passed is True
+    for acc, ok in ((0.5, False), (0.8, True), (0.99, False)):
+        r.records = [{"method": "dpo", "dataset": "prefs", "seed": s, "metric": "accuracy", "value": acc}
+                     for s in (0, 1, 2)]
+        assert exp._pre_learns(r).passed is ok

@@ -29,7 +29,6 @@ import numpy as np
 
 from trustlab.experiments.base import CheckResult, Claim, ExperimentConfig, Premise, RunContext
 from trustlab.methods.fpo import PAPER as PAPER
-from trustlab.methods.fpo._diagnostics import feature_share
 from trustlab.results.result import Result
 
 TITLE = "FPO: SAE feature-level constrained preference optimisation vs DPO / SimPO / TDPO-2 (SmolLM2-135M)"
@@ -49,9 +48,11 @@ class Config(ExperimentConfig):
     model: str = "smollm2-135m-instruct"  # or "tiny" (random 4-block llama, SmolLM2 tokenizer)
     n_pairs: int = 400
     n_test: int = 80
-    tasks: tuple[str, ...] = ("arithmetic", "capitals", "units", "one_word")
-    rambling_fraction: float = 0.4
-    match_length: bool = False  # length-matched pairs (issue 47): every rejected is a wrong answer of equal length
+    # issue 47, chosen by scripts/fpo_pilot.py's rule on seed 100 (candidate B): length-matched pairs (every
+    # rejected is a wrong answer of the chosen answer's length) on the tasks the base model does not already rank
+    tasks: tuple[str, ...] = ("arithmetic", "units")
+    rambling_fraction: float = 0.0
+    match_length: bool = True
     system: str = "Answer briefly."
     lora_layers: str = "top4"
     lora_r: int = 8
@@ -132,6 +133,8 @@ def run(cfg: Config, ctx: RunContext) -> Result:
 # -- claims --------------------------------------------------------------------------------------------
 def _mean(r: Result, method: str, metric: str) -> float | None:
     df = r.to_frame()
+    if df.empty:
+        return None
     sub = df[(df["method"] == method) & (df["metric"] == metric)]
     return None if sub.empty else float(sub["value"].mean())
 
