@@ -219,6 +219,8 @@ def test_offline_cache_equals_online_float64(setup):
     assert abs(float(a.loss) - float(b.loss)) <= 1e-5
     assert b.metrics["feature_mse_rejected"] > 0  # not the trivial policy == reference case
     assert abs(float(a.loss) - math.log(2)) > 1e-4
+    for m in ("feature_mse_chosen", "feature_mse_rejected"):  # D itself, not only the loss it hides in (issue 47)
+        assert a.metrics[m] == pytest.approx(b.metrics[m], rel=1e-5, abs=1e-12)
 
 
 def test_fpo_trains_on_the_shared_trainer_and_alpha_zero_is_dpo_norm(setup):
