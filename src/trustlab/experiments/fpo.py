@@ -88,6 +88,7 @@ class Config(ExperimentConfig):
     def validate(self) -> None:
         super().validate()
         from trustlab.core.constraints import Interval, Options, validate_value
+        from trustlab.data.prefs import PREFERENCE_TASKS
 
         for name in ("n_pairs", "n_test", "steps", "batch_size", "sae_width", "sae_k", "sae_steps", "fpo_k",
                      "n_samples", "gen_tokens", "lora_r"):
@@ -97,7 +98,7 @@ class Config(ExperimentConfig):
         validate_value("fpo.Config", "feature_units", self.feature_units, [Options(("raw", "normalised"))])
         validate_value("fpo.Config", "rambling_fraction", self.rambling_fraction, [Interval("real", 0, 1)])
         for t in self.tasks:
-            validate_value("fpo.Config", "tasks", t, [Options(("arithmetic", "capitals", "units", "one_word"))])
+            validate_value("fpo.Config", "tasks", t, [Options(PREFERENCE_TASKS)])
 
 
 def run(cfg: Config, ctx: RunContext) -> Result:
@@ -133,18 +134,22 @@ def run(cfg: Config, ctx: RunContext) -> Result:
 
 
 # -- claims --------------------------------------------------------------------------------------------
-def _mean(r: Result, method: str, metric: str) -> float | None:
+def _values(r: Result, method: str, metric: str) -> np.ndarray:
+    """The per-seed values of ``metric`` for ``method``, in seed order (empty when the run has none)."""
     df = r.to_frame()
     if df.empty:
-        return None
-    sub = df[(df["method"] == method) & (df["metric"] == metric)]
-    return None if sub.empty else float(sub["value"].mean())
+        return np.empty(0)
+    sub = df[(df["method"] == method) & (df["metric"] == metric)].sort_values("seed")
+    return sub["value"].to_numpy(dtype=float)
+
+
+def _mean(r: Result, method: str, metric: str) -> float | None:
+    v = _values(r, method, metric)
+    return float(v.mean()) if len(v) else None
 
 
 def _per_seed(r: Result, method: str, metric: str) -> str:
-    df = r.to_frame()
-    sub = df[(df["method"] == method) & (df["metric"] == metric)].sort_values("seed")
-    return "/".join(f"{100 * v:.1f}" for v in sub["value"])
+    return "/".join(f"{100 * v:.1f}" for v in _values(r, method, metric))
 
 
 def _parity(metric: str) -> Any:
@@ -302,7 +307,6 @@ def _methods_plot(result: Result) -> Any:
     """Per method: both accuracy definitions and distinct-2, every seed a dot."""
     from trustlab.results.plots import new_figure
 
-    df = result.to_frame()
     fig, _ = new_figure(8.0, 3.2)
     fig.clf()
     for j, (metric, label) in enumerate((("accuracy", "accuracy, summed margin (%)"),
@@ -310,8 +314,7 @@ def _methods_plot(result: Result) -> Any:
                                          ("distinct2", "distinct-2 of samples"))):
         ax = fig.add_subplot(1, 3, j + 1)
         for i, m in enumerate(METHODS):
-            v = df[(df["method"] == m) & (df["metric"] == metric)]["value"].to_numpy(dtype=float)
-            v = v * (100 if metric != "distinct2" else 1)
+            v = _values(result, m, metric) * (100 if metric != "distinct2" else 1)
             if len(v):
                 ax.bar([i], [np.nanmean(v)] if not np.all(np.isnan(v)) else [0], color="0.8")
                 ax.scatter([i] * len(v), v, s=8, color="k")
