@@ -136,7 +136,7 @@ def test_c2_is_a_paired_interval_over_items_and_seeds():
     that trails by 1 item fails too (the interval over 100 items is wider than the 2-point margin); a missing seed
     gives None."""
     from trustlab.experiments import dint as exp
-    from trustlab.experiments._dint_jobs import paired_lower
+    from trustlab.experiments._paired import paired_lower
     from trustlab.results.result import Result
 
     cfg = exp.Config(seeds=(0, 1, 2), n_test=100).to_dict()

@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
+
 #: what a task reads from the driver's state besides the models (texts and calibrated watermarks)
 VIEW = ("eval", "surr_eval", "surr_eval_wm", "unigram_texts", "provider", "unigram")
 
@@ -53,19 +55,15 @@ def _state(cfg: Any, v: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
 def base_job(cfg: Any, v: dict[str, Any], item: tuple[int, tuple[str, ...]]) -> tuple[dict[str, Any], list[str]]:
     """The untuned paraphraser with sampling seed ``seed`` on the sets ``sets`` (``item``)."""
-    from trustlab.experiments.wmattack import _paraphraser_sets
-
     seed, sets = item
     st, cache = _state(cfg, v)
     key = [cfg.model, cfg.para_tokens, cfg.eval_temperature, seed, v["eval"], v["unigram_texts"], sets]
-    evs = cache.get("base-paraphraser", key, lambda: _paraphraser_sets(cfg, st, 0.0, seed, sets))
+    evs = cache.get("base-paraphraser", key, lambda: paraphraser_sets(cfg, st, 0.0, seed, sets))
     return evs, cache.hits
 
 
 def dpo_job(cfg: Any, v: dict[str, Any], pairs: Any, item: tuple[int, int]) -> tuple[dict[str, Any], list[str]]:
     """DPO seed number ``k`` (``item = (k, seed)``): train on ``pairs``, then paraphrase with the tuned model."""
-    from trustlab.experiments.wmattack import _untrained
-
     k, seed = item
     sets = ("eval", "surrogate") + (("unigram",) if k < cfg.transfer_seeds else ())
     st, cache = _state(cfg, v)
@@ -74,7 +72,7 @@ def dpo_job(cfg: Any, v: dict[str, Any], pairs: Any, item: tuple[int, int]) -> t
 
     def compute() -> dict[str, Any]:
         if cfg.steps == 0:  # the knockout: no training, the untuned paraphraser (same sampling seed)
-            return _untrained(cfg, st, seed, sets)
+            return untrained(cfg, st, seed, sets)
         return _train_and_paraphrase(cfg, st, pairs, k, seed, sets)
 
     return cache.get("dpo-seed", key, compute), cache.hits
@@ -88,7 +86,6 @@ def _train_and_paraphrase(cfg: Any, st: dict[str, Any], pairs: Any, k: int, seed
     import copy
     import time
 
-    from trustlab.experiments.wmattack import _paraphraser_sets
     from trustlab.llm import add_lora
     from trustlab.methods import wmattack as W
 
@@ -103,5 +100,42 @@ def _train_and_paraphrase(cfg: Any, st: dict[str, Any], pairs: Any, k: int, seed
             "n_train": tp.n_train, "n_held": tp.n_held, "loss_first": float(tp.history.loss[0]),
             "loss_last": float(tp.history.loss[-1]),
             "step_s": tp.history.median_step_time(min(1, len(tp.history.loss) - 1)),
-            "sets": {f"{r}": _paraphraser_sets(cfg, st, r, seed, sets if r == 1.0 else ("eval",))
+            "sets": {f"{r}": paraphraser_sets(cfg, st, r, seed, sets if r == 1.0 else ("eval",))
                      for r in (cfg.ratios if k == 0 else (1.0,))}}
+
+
+def attack_eval(cfg: Any, st: dict[str, Any], attack: Any, texts: list[str], wms: list[Any], budget: float,
+                 ppl: bool) -> dict[str, Any]:
+    """Run ``attack`` on ``texts``; per output: detected under its watermark in ``wms``, cosine, perplexity."""
+    out = attack.generate(list(texts), budget).outputs
+    flagged = np.array([bool(w.detect([o], on_short="abstain").decisions[0]) for w, o in zip(wms, out, strict=True)])
+    q = st["oracle"].score(texts, out, perplexity=ppl)
+    return {"outputs": out, "flagged": flagged.tolist(), "cos": q.cosine.tolist(), "ppl": q.perplexity.tolist()}
+
+
+def per_text(res: Any, method: str, dataset: str, seed: int, ev: dict[str, Any]) -> None:
+    """Keep the per-text detection flags of a paraphraser (the paired confidence bounds of C3b and C4)."""
+    by_set = res.summary.setdefault("per_text", {}).setdefault(method, {}).setdefault(dataset, {})
+    by_set[str(seed)] = [int(bool(x)) for x in ev["flagged"]]
+
+
+def paraphraser_sets(cfg: Any, st: dict[str, Any], ratio: float, seed: int, sets: tuple[str, ...]
+                      ) -> dict[str, Any]:
+    """The paraphraser (the tuned ``st["policy"]`` at adapter ``ratio``; ratio 0: the untuned model) with sampling
+    seed ``1000 + seed`` on the named ``sets`` (eval, surrogate, unigram)."""
+    from trustlab.methods import wmattack as W
+
+    att = W.ParaphraseAttack(model=st["policy"] if ratio > 0 else st["model"], tokenizer=st["tok"],
+                             temperature=cfg.eval_temperature, adapter_ratio=float(ratio) if ratio > 0 else 1.0,
+                             batch_size=cfg.gen_batch, random_state=1000 + seed)
+    data = {"eval": (st["eval"], [st["provider"]] * len(st["eval"])),
+            "surrogate": (st["surr_eval"], st["surr_eval_wm"]),
+            "unigram": (st["unigram_texts"], [st["unigram"]] * len(st["unigram_texts"]))}
+    return {s: attack_eval(cfg, st, att, *data[s], cfg.para_tokens, ppl=s == "eval") for s in sets}
+
+
+def untrained(cfg: Any, st: dict[str, Any], seed: int, sets: tuple[str, ...]) -> dict[str, Any]:
+    """The knockout's stand-in for a DPO seed: the untuned paraphraser, no training numbers."""
+    nan = float("nan")
+    return {"train_s": 0.0, "held_acc": nan, "held_margin": nan, "n_train": 0, "n_held": 0, "loss_first": nan,
+            "loss_last": nan, "step_s": nan, "sets": {"1.0": paraphraser_sets(cfg, st, 0.0, seed, sets)}}

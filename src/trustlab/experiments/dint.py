@@ -252,7 +252,7 @@ def _items(r: Result, arm: str, layer: int, inference: str, key: str = "clean") 
 
 
 def _c2_for(r: Result, inference: str) -> CheckResult:
-    from trustlab.experiments._dint_jobs import paired_lower
+    from trustlab.experiments._paired import paired_lower
 
     layer = r.config["early_layer"]
     lo, dr = _items(r, "loreft", layer, "deterministic"), _items(r, "dreft_clamp", layer, inference)

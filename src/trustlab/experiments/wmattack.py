@@ -44,11 +44,13 @@ EDITS = (("deletion", "WordDeletion", 0.3), ("shuffle", "TokenShuffle", 0.3), ("
 class Config(ExperimentConfig):
     model: str = "smollm2-135m-instruct"  # or "tiny" (random 4-block llama, SmolLM2 tokenizer)
     n_keys: int = 8             # attacker's surrogate keys
-    n_train: int = 32           # texts under surrogate keys, for the preference pairs
+    n_train: int = 48           # texts under surrogate keys, for the preference pairs
     n_candidates: int = 4       # paraphrases sampled per training text
-    n_eval: int = 16            # texts under the provider key (+ as many unwatermarked, for calibration)
-    n_surrogate_eval: int = 8   # held-out prompts under surrogate keys (key transfer)
-    n_unigram: int = 8          # texts under a Unigram provider key (watermark transfer)
+    n_eval: int = 64            # texts under the provider key (issue 47: >= 64)
+    n_null: int = 200           # unwatermarked texts for the 1 % FPR threshold (issue 47: >= 200; their prompts
+                                # start with the eval prompts)
+    n_surrogate_eval: int = 32  # eval prompts under surrogate keys (key transfer)
+    n_unigram: int = 64         # eval prompts under a Unigram provider key (watermark transfer)
     new_tokens: int = 96        # provider-key, unwatermarked, surrogate-eval and Unigram texts
     train_tokens: int = 64      # the attacker's training texts (spec 1.4: 64)
     cand_tokens: int = 72       # candidate paraphrases of the training texts
@@ -78,7 +80,8 @@ class Config(ExperimentConfig):
         """Mechanics only: a random tiny model, 8 training texts x 2 paraphrases, 24 tokens, one seed. A random
         model's outputs are unrelated to their source, so the quality gate of the pair rule is off
         (``cos_threshold=-1``): quick mode exercises embed -> detect -> pairs -> DPO -> metrics, not the claim."""
-        return cls(model="tiny", n_keys=4, n_train=8, n_candidates=2, cos_threshold=-1.0, n_eval=6, n_surrogate_eval=4, n_unigram=4,
+        return cls(model="tiny", n_keys=4, n_train=8, n_candidates=2, cos_threshold=-1.0, n_eval=6, n_null=6,
+                   n_surrogate_eval=4, n_unigram=4,
                    new_tokens=24, train_tokens=24, cand_tokens=24, para_tokens=24, lora_layers="top2", lora_r=4, steps=4, batch_size=4, lr=5e-3,
                    ratios=(1.0,), ppl_model=None, use_cache=False, seeds=(0,))
 
@@ -86,13 +89,28 @@ class Config(ExperimentConfig):
         super().validate()
         from trustlab.core.constraints import Interval, validate_value
 
-        for name in ("n_keys", "n_train", "n_candidates", "n_eval", "n_surrogate_eval", "n_unigram", "new_tokens",
+        for name in ("n_keys", "n_train", "n_candidates", "n_eval", "n_null", "n_surrogate_eval", "n_unigram", "new_tokens",
                      "train_tokens", "cand_tokens", "para_tokens", "lora_r", "batch_size", "gen_batch"):
             validate_value("wmattack.Config", name, getattr(self, name), [Interval(int, 1, None)])
         for name in ("transfer_seeds", "steps"):
             validate_value("wmattack.Config", name, getattr(self, name), [Interval(int, 0, None)])
         for name in ("fpr", "gamma"):
             validate_value("wmattack.Config", name, getattr(self, name), [Interval(float, 0, 1, closed="neither")])
+        self._validate_sizes()
+
+    def _validate_sizes(self) -> None:
+        """Every text has its own prompt (greedy decoding: one text per prompt and key)."""
+        from trustlab.core.exceptions import ConfigError
+        from trustlab.methods.wmattack import N_TEXT_PROMPTS
+
+        need = self.n_train + max(self.n_eval, self.n_null)
+        if need > N_TEXT_PROMPTS:
+            raise ConfigError(f"The 'n_train' + max('n_eval', 'n_null') of wmattack.Config must be at most the "
+                              f"{N_TEXT_PROMPTS} shipped prompts (one greedy text per prompt). Got {need} instead.")
+        for name in ("n_surrogate_eval", "n_unigram"):
+            if getattr(self, name) > self.n_eval:
+                raise ConfigError(f"The {name!r} of wmattack.Config must be at most 'n_eval' = {self.n_eval} (its "
+                                  f"texts use the eval prompts). Got {getattr(self, name)} instead.")
 
 
 # -- setup: models, keys, texts ------------------------------------------------------------------------------
@@ -114,8 +132,11 @@ def _texts(cfg: Config, st: dict[str, Any]) -> None:
     from trustlab.methods import wmattack as W
 
     m, tok, cache = st["model"], st["tok"], st["cache"]
-    prompts = W.text_prompts(cfg.n_train + cfg.n_eval, random_state=cfg.seeds[0])
-    st["train_prompts"], st["eval_prompts"] = prompts[: cfg.n_train], prompts[cfg.n_train:]
+    every = W.text_prompts(W.N_TEXT_PROMPTS, random_state=cfg.seeds[0])  # every prompt type mixed into every set
+    order = np.random.default_rng(cfg.seeds[0]).permutation(len(every))
+    prompts = [every[i] for i in order[: cfg.n_train + max(cfg.n_eval, cfg.n_null)]]
+    st["train_prompts"], st["eval_prompts"] = prompts[: cfg.n_train], prompts[cfg.n_train: cfg.n_train + cfg.n_eval]
+    null_prompts = prompts[cfg.n_train: cfg.n_train + cfg.n_null]
     base = [cfg.model, cfg.new_tokens, cfg.gamma, cfg.delta]
 
     def gen(name: str, ps: list[str], wms: list[Any], n_new: int = cfg.new_tokens) -> list[str]:
@@ -135,12 +156,11 @@ def _texts(cfg: Config, st: dict[str, Any]) -> None:
     sk = st["surrogate_wm"]
     st["train"] = gen("train", st["train_prompts"], [sk[i % len(sk)] for i in range(cfg.n_train)], cfg.train_tokens)
     st["eval"] = gen("eval", st["eval_prompts"], [st["provider"]] * cfg.n_eval)
-    st["null"] = gen("null", st["eval_prompts"], [None] * cfg.n_eval)
+    st["null"] = gen("null", null_prompts, [None] * cfg.n_null)
     sp = st["eval_prompts"][: cfg.n_surrogate_eval]
     st["surr_eval_wm"] = [sk[i % len(sk)] for i in range(len(sp))]
     st["surr_eval"] = gen("surrogate-eval", sp, st["surr_eval_wm"])
-    st["unigram_texts"] = gen("unigram", st["eval_prompts"][: cfg.n_unigram], [st["unigram"]] * min(cfg.n_unigram,
-                                                                                                      cfg.n_eval))
+    st["unigram_texts"] = gen("unigram", st["eval_prompts"][: cfg.n_unigram], [st["unigram"]] * cfg.n_unigram)
 
 
 def _setup(cfg: Config, ctx: RunContext) -> dict[str, Any]:
@@ -222,33 +242,12 @@ def _pairs(cfg: Config, st: dict[str, Any], res: Result) -> Any:
     return pairs
 
 
-def _attack_eval(cfg: Config, st: dict[str, Any], attack: Any, texts: list[str], wms: list[Any], budget: float,
-                 ppl: bool) -> dict[str, Any]:
-    out = attack.generate(list(texts), budget).outputs
-    flagged = np.array([bool(w.detect([o], on_short="abstain").decisions[0]) for w, o in zip(wms, out, strict=True)])
-    q = st["oracle"].score(texts, out, perplexity=ppl)
-    return {"outputs": out, "flagged": flagged.tolist(), "cos": q.cosine.tolist(), "ppl": q.perplexity.tolist()}
-
-
 def _record(cfg: Config, res: Result, method: str, dataset: str, seed: int, ev: dict[str, Any]) -> None:
     f, c = np.asarray(ev["flagged"], dtype=bool), np.asarray(ev["cos"], dtype=float)
     rows = {"evasion": 1 - f.mean(), "cosine": c.mean(), "joint": np.mean(~f & (c >= cfg.cos_threshold)),
             "perplexity": np.nanmean(ev["ppl"]) if np.isfinite(ev["ppl"]).any() else np.nan}
     for metric, v in rows.items():
         res.add(method=method, dataset=dataset, seed=seed, metric=metric, value=float(v))
-
-
-def _paraphraser_sets(cfg: Config, st: dict[str, Any], ratio: float, seed: int, sets: tuple[str, ...]
-                      ) -> dict[str, Any]:
-    from trustlab.methods import wmattack as W
-
-    att = W.ParaphraseAttack(model=st["policy"] if ratio > 0 else st["model"], tokenizer=st["tok"],
-                             temperature=cfg.eval_temperature, adapter_ratio=float(ratio) if ratio > 0 else 1.0,
-                             batch_size=cfg.gen_batch, random_state=1000 + seed)
-    data = {"eval": (st["eval"], [st["provider"]] * len(st["eval"])),
-            "surrogate": (st["surr_eval"], st["surr_eval_wm"]),
-            "unigram": (st["unigram_texts"], [st["unigram"]] * len(st["unigram_texts"]))}
-    return {s: _attack_eval(cfg, st, att, *data[s], cfg.para_tokens, ppl=s == "eval") for s in sets}
 
 
 def _baselines(cfg: Config, st: dict[str, Any], res: Result, ctx: RunContext) -> None:
@@ -263,7 +262,7 @@ def _baselines(cfg: Config, st: dict[str, Any], res: Result, ctx: RunContext) ->
     _record(cfg, res, "none", "eval", cfg.seeds[0], none)
     for name, cls, ratio in EDITS:
         att = getattr(W, cls)(ratio=ratio, random_state=cfg.seeds[0])
-        _record(cfg, res, name, "eval", cfg.seeds[0], _attack_eval(cfg, st, att, st["eval"], pv, ratio, True))
+        _record(cfg, res, name, "eval", cfg.seeds[0], jobs.attack_eval(cfg, st, att, st["eval"], pv, ratio, True))
     # the untuned paraphraser, the same sampling seeds as the tuned one: one executor task per seed (issue 46)
     items = [(seed, ("eval", "unigram") if k < cfg.transfer_seeds else ("eval",)) for k, seed in enumerate(cfg.seeds)]
     done = ctx.map(functools.partial(jobs.base_job, cfg, jobs.view(st)), items, desc="wmattack base paraphraser",
@@ -273,6 +272,7 @@ def _baselines(cfg: Config, st: dict[str, Any], res: Result, ctx: RunContext) ->
         st.setdefault("base_outputs", {})[seed] = evs["eval"]["outputs"]
         for s, ev in evs.items():
             _record(cfg, res, "paraphrase_base", s, seed, ev)
+            jobs.per_text(res, "paraphrase_base", s, seed, ev)
 
 
 def _dpo(cfg: Config, st: dict[str, Any], res: Result, pairs: Any, ctx: RunContext) -> None:
@@ -293,14 +293,9 @@ def _dpo(cfg: Config, st: dict[str, Any], res: Result, pairs: Any, ctx: RunConte
         for r, sets_ev in ev["sets"].items():
             for s, e in sets_ev.items():
                 _record(cfg, res, "paraphrase_dpo" if float(r) == 1.0 else f"paraphrase_dpo_r{r}", s, seed, e)
+                if float(r) == 1.0:
+                    jobs.per_text(res, "paraphrase_dpo", s, seed, e)
     ctx.check_budget(f"{len(cfg.seeds)} DPO seed(s)")
-
-
-def _untrained(cfg: Config, st: dict[str, Any], seed: int, sets: tuple[str, ...]) -> dict[str, Any]:
-    """The knockout's stand-in for a DPO seed: the untuned paraphraser, no training numbers."""
-    nan = float("nan")
-    return {"train_s": 0.0, "held_acc": nan, "held_margin": nan, "n_train": 0, "n_held": 0, "loss_first": nan,
-            "loss_last": nan, "step_s": nan, "sets": {"1.0": _paraphraser_sets(cfg, st, 0.0, seed, sets)}}
 
 
 def run(cfg: Config, ctx: RunContext) -> Result:
@@ -388,12 +383,32 @@ def _c3a(r: Result) -> CheckResult:
                        "(DPO vs untuned)")
 
 
+def _paired_evasion(r: Result, dataset: str) -> tuple[float, float, int, int] | None:
+    """DPO minus untuned evasion on the same texts and sampling seeds: (mean difference, its one-sided 95 % paired
+    bootstrap lower bound, texts, seeds); None without both paraphrasers' per-text flags."""
+    from trustlab.experiments._paired import paired_lower
+
+    pt = r.summary.get("per_text", {})
+    base, dpo = pt.get("paraphrase_base", {}).get(dataset, {}), pt.get("paraphrase_dpo", {}).get(dataset, {})
+    seeds = [k for k in dpo if k in base]
+    if not seeds:
+        return None
+    diffs = [np.asarray(base[k], dtype=float) - np.asarray(dpo[k], dtype=float) for k in seeds]  # flag_b - flag_d
+    return float(np.mean(diffs)), paired_lower(diffs), len(diffs[0]), len(seeds)
+
+
 def _c3b(r: Result) -> CheckResult:
     e, s = _mean(r, "paraphrase_dpo", "eval", "evasion"), _mean(r, "paraphrase_dpo", "surrogate", "evasion")
-    if e is None or s is None:
-        return CheckResult(None, None, ">= surrogate - 15 points")
-    return CheckResult(e >= s - 0.15, round(100 * e, 1), f">= {100 * s - 15:.1f}", baseline=round(100 * s, 1),
-                       unit="% evasion vs the provider key (baseline: vs surrogate keys)")
+    b, pe = _mean(r, "paraphrase_base", "eval", "evasion"), _paired_evasion(r, "eval")
+    thr = "> untuned (95 % paired lower bound of the gain > 0) and >= surrogate - 15 points"
+    if e is None or s is None or b is None or pe is None:
+        return CheckResult(None, None, thr)
+    diff, low, n, k = pe
+    return CheckResult(low > 0 and e >= s - 0.15, round(100 * e, 1), f"lower bound > 0 and >= {100 * s - 15:.1f}",
+                       baseline=round(100 * b, 1), unit="% evasion vs the unseen provider key (baseline: the untuned "
+                       "paraphraser, same texts and sampling seeds; mean over seeds)",
+                       detail=f"gain {100 * diff:+.1f} points, one-sided 95 % paired-bootstrap lower bound "
+                       f"{100 * low:+.1f} over {n} texts x {k} seeds; DPO evasion vs the surrogate keys {100 * s:.1f} %")
 
 
 def _c3c(r: Result) -> CheckResult:
@@ -406,10 +421,14 @@ def _c3c(r: Result) -> CheckResult:
 
 def _c4(r: Result) -> CheckResult:
     d, b = _mean(r, "paraphrase_dpo", "unigram", "evasion"), _mean(r, "paraphrase_base", "unigram", "evasion")
-    if d is None or b is None:
-        return CheckResult(None, None, ">= untuned paraphraser's")
-    return CheckResult(d > b, round(100 * d, 1), f"> {100 * b:.1f}", baseline=round(100 * b, 1),
-                       unit="% Unigram evasion at 1 % FPR")
+    pe = _paired_evasion(r, "unigram")
+    if d is None or b is None or pe is None:
+        return CheckResult(None, None, "> untuned (95 % paired lower bound of the gain > 0)")
+    diff, low, n, k = pe
+    return CheckResult(low > 0, round(100 * d, 1), "> untuned: lower bound of the gain > 0", baseline=round(100 * b, 1),
+                       unit="% Unigram evasion at 1 % FPR (baseline: the untuned paraphraser, same texts and seed)",
+                       detail=f"gain {100 * diff:+.1f} points, one-sided 95 % paired-bootstrap lower bound "
+                       f"{100 * low:+.1f} over {n} texts x {k} seed(s)")
 
 
 def _sizes(c: dict[str, Any]) -> str:
@@ -433,15 +452,17 @@ CLAIMS = [
           f"{c['cos_threshold']} in place of the LLM judge's 0.8"),
     Claim("C3a", "Attack: the DPO paraphraser's joint success P(evade at 1 % FPR and cosine >= 0.75) >= the "
           "untuned paraphraser's + 10 points (mean over seeds)", _c3a, scale_note=_sizes, requires=("pre-para-moved",)),
-    Claim("C3b", "Key transfer: DPO evasion against the unseen provider key >= evasion against the surrogate "
-          "keys - 15 points", _c3b, requires=("pre-para-moved",),
+    Claim("C3b", "Key transfer: trained only against surrogate keys, the DPO paraphraser evades the unseen provider "
+          "key more often than the untuned paraphraser (one-sided 95 % paired-bootstrap lower bound of the gain > 0, "
+          "ties FAIL) and its provider-key evasion >= its surrogate-key evasion - 15 points", _c3b,
+          requires=("pre-para-moved",),
           paper_value=96.0,  # v1 abstract: evasion > 96 % of the tuned paraphraser against the unseen key
           scale_note=lambda c: f"{c['n_eval']} provider-key texts vs {c['n_surrogate_eval']} held-out-prompt "
           "surrogate-key texts, mean over seeds"),
     Claim("C3c", "Fallback (spec): held-out DPO preference accuracy >= 0.6 and positive mean reward margin", _c3c,
           secondary=True, scale_note="pairs split 80/20 by source text (the fork's split seed 42)"),
-    Claim("C4", "Transfer: trained against KGW, the paraphraser's Unigram evasion > the untuned paraphraser's "
-          "(strict since issue 39: a tie is the untuned model's score)", _c4, requires=("pre-para-moved",), scale_note=lambda c: f"{c['n_unigram']} Unigram texts, the first {c['transfer_seeds']} seed(s) of "
+    Claim("C4", "Transfer: trained against KGW, the paraphraser's Unigram evasion > the untuned paraphraser's (one-sided "
+          "95 % paired-bootstrap lower bound of the gain > 0 over the same texts and sampling seed; ties FAIL)", _c4, requires=("pre-para-moved",), scale_note=lambda c: f"{c['n_unigram']} Unigram texts, the first {c['transfer_seeds']} seed(s) of "
           "both paraphrasers"),
 ]
 

@@ -19,7 +19,7 @@ _LAZY = {
     "make_watermark": "_watermarks", "calibrate_threshold": "_watermarks",
     "SynthID": "_synthid",
     "generate_watermarked": "_generation", "text_prompts": "_generation", "paraphrase_messages": "_generation",
-    "clean_paraphrase": "_generation", "PARAPHRASE_SYSTEM": "_generation",
+    "clean_paraphrase": "_generation", "PARAPHRASE_SYSTEM": "_generation", "N_TEXT_PROMPTS": "_generation",
     "QualityOracle": "_quality", "QualityScores": "_quality", "load_quality_oracle": "_quality",
     "WordDeletion": "_attacks", "TokenShuffle": "_attacks", "SynonymSwap": "_attacks",
     "ParaphraseAttack": "_attacks", "adapter_ratio": "_attacks",

@@ -14,7 +14,8 @@ from trustlab.core.seeding import check_random_state
 from trustlab.llm.rules import TEXTS, LanguageModel, Tokenizer
 from trustlab.methods.wmattack._watermarks import Watermark
 
-__all__ = ["generate_watermarked", "paraphrase_messages", "clean_paraphrase", "text_prompts", "PARAPHRASE_SYSTEM"]
+__all__ = ["generate_watermarked", "paraphrase_messages", "clean_paraphrase", "text_prompts", "PARAPHRASE_SYSTEM",
+           "N_TEXT_PROMPTS"]
 
 #: the copy-editor system prompt of the paper's paraphrasers (shortened)
 PARAPHRASE_SYSTEM = ("You are an expert copy-editor. Please rewrite the following text in your own voice and "
@@ -30,24 +31,51 @@ _TITLES = ("The Old Man and the Sea", "Pride and Prejudice", "Moby-Dick", "Treas
 _PEOPLE = (("a famous chef", "Paris"), ("the mayor", "Tokyo"), ("a young inventor", "Nairobi"),
            ("a retired astronaut", "Lima"), ("a chess champion", "Oslo"), ("a marine biologist", "Sydney"),
            ("a jazz pianist", "Chicago"), ("a children's author", "Dublin"))
+_TOPICS = ("rainbows", "volcanoes", "honey bees", "ocean tides", "the moon", "thunderstorms", "bicycles", "bread",
+           "snowflakes", "the first airplanes", "coral reefs", "libraries", "clocks", "deserts", "recycling", "maps",
+           "owls", "glaciers", "the printing press", "trains", "mushrooms", "lighthouses", "kites", "the post office")
+
+
+def _pool() -> list[str]:
+    """Every distinct shipped prompt (issue 47 grew the pool from 52 to 264: the wmattack experiment needs >= 248
+    distinct prompts for its training texts and 200 unwatermarked calibration texts under greedy decoding)."""
+    base = [f"Write a short story about a {x}." for x in _NOUNS]
+    base += [f"Write a short book report about '{t}'." for t in _TITLES]
+    base += [f"Write a short news article about {p}'s visit to {c}." for p, c in _PEOPLE]
+    base += [f"Write a short news article about a festival in {c}." for _, c in _PEOPLE]
+    base += [f"Write a short diary entry by a {x}." for x in _NOUNS]
+    base += [f"Write a short letter from a {x} to an old friend." for x in _NOUNS]
+    base += [f"Write a short news article about a {x} who won a prize." for x in _NOUNS]
+    base += [f"Describe a day in the life of a {x}." for x in _NOUNS]
+    base += [f"Write a short fable about a {x} that learns a lesson." for x in _NOUNS]
+    base += [f"Write a short essay about why people should read '{t}'." for t in _TITLES]
+    base += [f"Write a short interview with {p} about life in {c}." for p, c in _PEOPLE]
+    base += [f"Explain {t} to a ten-year-old." for t in _TOPICS]
+    base += [f"Write a short encyclopedia entry about {t}." for t in _TOPICS]
+    base += [f"Write a short opinion piece about {t}." for t in _TOPICS]
+    return base
+
+
+#: how many distinct prompts :func:`text_prompts` ships
+N_TEXT_PROMPTS = len(_pool())
 
 
 @validate_args(n=[Interval(int, 1, None)], random_state=["random_state"])
 def text_prompts(n: int, random_state: Any = 0) -> list[str]:
     """``n`` prompts from the shipped templates (stories, book reports, invented news; MarkMyWords-style),
-    shuffled by ``random_state``; cycles through the 52 distinct prompts when ``n`` is larger.
+    shuffled by ``random_state``: the 52 prompts shipped first (stories, book reports, news), in the same order as
+    before issue 47, then the other 212 (diaries, letters, fables, interviews, explanations); cycles through the
+    :data:`N_TEXT_PROMPTS` (264) distinct prompts when ``n`` is larger.
 
     Example
     -------
     >>> text_prompts(2, random_state=0)[0].startswith("Write")
     True
     """
-    base = [f"Write a short story about a {x}." for x in _NOUNS]
-    base += [f"Write a short book report about '{t}'." for t in _TITLES]
-    base += [f"Write a short news article about {p}'s visit to {c}." for p, c in _PEOPLE]
-    base += [f"Write a short news article about a festival in {c}." for _, c in _PEOPLE]
-    order = check_random_state(random_state, owner="text_prompts").permutation(len(base))
-    return [base[order[i % len(base)]] for i in range(n)]
+    base, rng = _pool(), check_random_state(random_state, owner="text_prompts")
+    first = [base[i] for i in rng.permutation(52)]  # the 52 shipped before issue 47 first, in the order they had
+    pool = first + [base[52 + i] for i in rng.permutation(len(base) - 52)]
+    return [pool[i % len(pool)] for i in range(n)]
 
 
 @validate_args(text=[InstanceOf(str)])
