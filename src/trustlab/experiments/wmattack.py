@@ -65,8 +65,8 @@ class Config(ExperimentConfig):
     lora_r: int = 8
     lora_alpha: float = 16.0
     beta: float = 0.1
-    lr: float = 5e-4
-    steps: int = 12             # DPO steps; 0 = no training (the knockout: the untuned paraphraser in its place)
+    lr: float = 1e-3            # issue 47 pilot (scripts/wmattack_pilot.py): candidate B
+    steps: int = 24             # DPO steps (issue 47 pilot: B); 0 = no training (the knockout: the untuned paraphraser)
     batch_size: int = 8
     ratios: tuple[float, ...] = (0.5, 1.0)  # adapter ratios traced on the first seed (0 = the untuned model)
     transfer_seeds: int = 1     # seeds whose paraphraser is also run on the Unigram texts
