@@ -27,9 +27,9 @@ from trustlab.results.result import Result
 
 TITLE = "Adaptive attacks on LLM watermarks: a DPO-tuned paraphraser vs KGW on SmolLM2-135M"
 EXTRAS: tuple[str, ...] = ("llm",)
-#: the quick gate's rule (experiments._gates, 5 seeds + knockout, docs/papers/wmattack.md) gives
-#: ("pre-para-moved", "C3b"); C3b dropped: quick's random model evades every key (100 % vs 100 %), so it would also
-#: pass with the untuned paraphraser and is VOID under the knockout only through its premise
+#: the quick gate's rule (experiments._gates, 5 seeds + knockout, docs/papers/wmattack.md) gives ("pre-para-moved",)
+#: since issue 47 (C3b, judged against the untuned paraphraser now, FAILs on every quick seed; before issue 47 the
+#: rule also gave C3b, dropped then because quick's random model evades every key with or without training)
 QUICK_EXPECTED_PASS: tuple[str, ...] = ("pre-para-moved",)
 #: the mechanism off: no DPO step, the untuned paraphraser stands in the tuned one's place
 KNOCKOUT: tuple[str, ...] = ("steps=0",)
