@@ -58,6 +58,8 @@ def _pool() -> list[str]:
 
 #: how many distinct prompts :func:`text_prompts` ships
 N_TEXT_PROMPTS = len(_pool())
+#: the prompts shipped before issue 47 (stories, book reports, two kinds of news): the first block of :func:`_pool`
+_N_FIRST = len(_NOUNS) + len(_TITLES) + 2 * len(_PEOPLE)
 
 
 @validate_args(n=[Interval(int, 1, None)], random_state=["random_state"])
@@ -73,8 +75,8 @@ def text_prompts(n: int, random_state: Any = 0) -> list[str]:
     True
     """
     base, rng = _pool(), check_random_state(random_state, owner="text_prompts")
-    first = [base[i] for i in rng.permutation(52)]  # the 52 shipped before issue 47 first, in the order they had
-    pool = first + [base[52 + i] for i in rng.permutation(len(base) - 52)]
+    k = _N_FIRST  # the prompts shipped before issue 47 first, in the order they had
+    pool = [base[i] for i in rng.permutation(k)] + [base[k + i] for i in rng.permutation(len(base) - k)]
     return [pool[i % len(pool)] for i in range(n)]
 
 
